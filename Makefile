@@ -1,0 +1,49 @@
+# cpd: `make run` starts the server on the embedded database; `make test` runs the whole suite.
+# Bun comes from the npm registry (pinned `bun` package) when it is not on PATH.
+
+BUN_VERSION := 1.4.5
+LOCAL_BUN := .tools/node_modules/.bin/bun
+BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
+DEPS_STAMP := node_modules/.deps-installed
+
+.PHONY: run test build check lint typecheck bench migrations clean deps
+
+run: build
+	DATA_DIR=$${DATA_DIR:-./data} ./dist/cpd serve
+
+test: build
+	$(BUN) test --timeout 60000
+
+build: dist/cpd
+
+dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json
+	$(BUN) build src/main.ts --compile --bytecode --format=esm --minify --sourcemap=none --outfile dist/cpd
+
+check: typecheck lint
+
+typecheck: $(DEPS_STAMP)
+	$(BUN) x tsc --noEmit -p .
+
+lint: $(DEPS_STAMP)
+	$(BUN) x biome lint src tests bench scripts
+
+bench: build
+	$(BUN) run bench/run.ts
+
+# After changing a *.tables.ts: generate SQL with drizzle-kit and embed it in the binary.
+migrations: $(DEPS_STAMP)
+	$(BUN) x drizzle-kit generate
+	$(BUN) scripts/embed-migrations.ts
+
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): package.json bun.lock | $(BUN)
+	$(BUN) install --frozen-lockfile
+	@touch $@
+
+$(LOCAL_BUN):
+	npm install --prefix .tools --no-save --no-package-lock --no-audit --no-fund bun@$(BUN_VERSION)
+	@$(LOCAL_BUN) --version >/dev/null
+
+clean:
+	rm -rf dist node_modules .tools

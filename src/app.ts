@@ -1,0 +1,37 @@
+/**
+ * The composition root: builds every module's service from the context and mounts its routes on
+ * one Elysia app. Tests import buildApp and drive it with app.handle(new Request(…)).
+ */
+import { openapi } from '@elysiajs/openapi';
+import { Elysia } from 'elysia';
+import { createAccountsService } from './modules/accounts';
+import { createSiteService, siteRoutes } from './modules/site';
+import type { AppContext } from './platform/context';
+import { authPlugin } from './platform/http/auth';
+import { errorPlugin } from './platform/http/errors';
+import { requestLogPlugin } from './platform/http/request-log';
+import { VERSION } from './version';
+
+export async function buildApp(ctx: AppContext) {
+  const accounts = createAccountsService(ctx);
+  const site = createSiteService(ctx);
+  const auth = authPlugin(accounts.resolver);
+
+  const app = new Elysia()
+    .use(requestLogPlugin(ctx.log))
+    .use(errorPlugin(ctx.log))
+    .use(
+      openapi({
+        path: '/api/docs',
+        specPath: '/api/docs/json',
+        documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
+      }),
+    )
+    .use(auth)
+    .use(siteRoutes(site));
+
+  const services = { accounts, site };
+  return { app, services };
+}
+
+export type BuiltApp = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,213 @@
+/**
+ * Environment → typed, validated Config, read once at start-up (DECISIONS §1).
+ * A bad value throws ConfigError naming the variable; the CLI prints it and exits 2.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+export type Site = 'intl' | 'cn';
+export type PaymentProviderId = 'card' | 'chat_wallet' | 'app_wallet';
+export type Component = 'engine' | 'router' | 'agent' | 'memo';
+
+export interface Config {
+  site: Site;
+  currency: 'USD' | 'CNY';
+  host: string;
+  port: number;
+  publicUrl: string;
+  databaseUrl: string | null;
+  dataDir: string;
+  storageUrl: string;
+  s3: { endpoint: string | null; region: string | null; accessKeyId: string | null; secretAccessKey: string | null };
+  /** SECRET_KEY, or one generated once into DATA_DIR/secret_key. Read lazily: `migrate` needs none. */
+  secretKey: () => string;
+  sessionTtlMs: number;
+  presignTtlMs: number;
+  paymentProviders: PaymentProviderId[];
+  paymentMode: 'sandbox' | 'live';
+  topupMin: number;
+  topupMax: number;
+  modelBackends: Record<string, string[]>;
+  routes: string | null;
+  releaseSource: 'github' | 'mirror';
+  githubApiUrl: string;
+  githubToken: string | null;
+  releaseRepos: Record<Component, string>;
+  releaseMirrorUrl: string | null;
+  agentCloudApiKey: string | null;
+  usdPerCny: number;
+  registration: 'open' | 'closed';
+  trustProxy: boolean;
+  engines: string | null;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  env: Record<string, string | undefined>;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "12h", "300s", "1500ms", or a bare number of seconds. */
+export function parseDuration(variable: string, raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!m) throw new ConfigError(variable, `"${raw}" is not a duration (examples: 300s, 12h)`);
+  const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? 's']!;
+  if (!(ms > 0) || !Number.isFinite(ms)) throw new ConfigError(variable, 'must be a positive duration');
+  return ms;
+}
+
+function number(variable: string, raw: string, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(variable, `"${raw}" is not a number`);
+  if (opts.integer && !Number.isInteger(n)) throw new ConfigError(variable, `"${raw}" is not an integer`);
+  if (opts.min !== undefined && n < opts.min) throw new ConfigError(variable, `must be at least ${opts.min}`);
+  if (opts.max !== undefined && n > opts.max) throw new ConfigError(variable, `must be at most ${opts.max}`);
+  return n;
+}
+
+function oneOf<T extends string>(variable: string, raw: string, values: readonly T[]): T {
+  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(variable, `"${raw}" is not one of ${values.join(', ')}`);
+  return raw as T;
+}
+
+function httpUrl(variable: string, raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(variable, `"${raw}" is not a URL`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, 'must be an http(s) URL');
+  return raw.replace(/\/+$/, '');
+}
+
+/** `a=x,b=y` → {a: x, b: y}; a key may repeat (several backends for one model). */
+function pairs(variable: string, raw: string): Array<[string, string]> {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const i = entry.indexOf('=');
+      if (i <= 0 || i === entry.length - 1) throw new ConfigError(variable, `"${entry}" is not name=value`);
+      return [entry.slice(0, i).trim(), entry.slice(i + 1).trim()] as [string, string];
+    });
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const get = (name: string) => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const site = oneOf('SITE', get('SITE') ?? 'intl', ['intl', 'cn'] as const);
+  const port = number('PORT', get('PORT') ?? '8080', { min: 0, max: 65535, integer: true });
+  const host = get('HOST') ?? '0.0.0.0';
+  const publicUrl = httpUrl('PUBLIC_URL', get('PUBLIC_URL') ?? `http://localhost:${port}`);
+
+  const databaseUrl = get('DATABASE_URL') ?? null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
+
+  const dataDir = resolve(get('DATA_DIR') ?? './data');
+  const storageUrl = get('STORAGE_URL') ?? `file://${join(dataDir, 'objects')}`;
+  if (!/^(file|s3):\/\/./.test(storageUrl)) throw new ConfigError('STORAGE_URL', 'must be file://PATH or s3://bucket[/prefix]');
+
+  const allProviders = ['card', 'chat_wallet', 'app_wallet'] as const;
+  const paymentProviders = (get('PAYMENT_PROVIDERS') ?? (site === 'intl' ? 'card' : 'chat_wallet,app_wallet'))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((p) => oneOf('PAYMENT_PROVIDERS', p, allProviders));
+
+  const topupMin = number('TOPUP_MIN', get('TOPUP_MIN') ?? '1', { min: 0.01 });
+  const topupMax = number('TOPUP_MAX', get('TOPUP_MAX') ?? '10000', { min: 0.01 });
+  if (topupMax < topupMin) throw new ConfigError('TOPUP_MAX', 'must not be below TOPUP_MIN');
+
+  const modelBackends: Record<string, string[]> = {};
+  for (const [slug, url] of pairs('MODEL_BACKENDS', get('MODEL_BACKENDS') ?? '')) {
+    (modelBackends[slug] ??= []).push(httpUrl('MODEL_BACKENDS', url));
+  }
+
+  const defaultRepos: Record<Component, string> = {
+    engine: 'ariacompute/engine',
+    router: 'ariacompute/router',
+    agent: 'ariacompute/agent',
+    memo: 'ariacompute/memo',
+  };
+  const releaseRepos = { ...defaultRepos };
+  for (const [component, repo] of pairs('RELEASE_REPOS', get('RELEASE_REPOS') ?? '')) {
+    oneOf('RELEASE_REPOS', component, ['engine', 'router', 'agent', 'memo'] as const);
+    if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ConfigError('RELEASE_REPOS', `"${repo}" is not owner/repo`);
+    releaseRepos[component as Component] = repo;
+  }
+  const releaseMirrorUrl = get('RELEASE_MIRROR_URL') ? httpUrl('RELEASE_MIRROR_URL', get('RELEASE_MIRROR_URL')!) : null;
+
+  const secretFromEnv = get('SECRET_KEY');
+  if (secretFromEnv !== undefined && secretFromEnv.length < 32)
+    throw new ConfigError('SECRET_KEY', 'must be at least 32 characters');
+  let secret: string | undefined = secretFromEnv;
+  const secretKey = () => (secret ??= readOrCreateSecret(dataDir));
+
+  return {
+    site,
+    currency: site === 'intl' ? 'USD' : 'CNY',
+    host,
+    port,
+    publicUrl,
+    databaseUrl,
+    dataDir,
+    storageUrl,
+    s3: {
+      endpoint: get('S3_ENDPOINT') ?? null,
+      region: get('S3_REGION') ?? null,
+      accessKeyId: get('S3_ACCESS_KEY_ID') ?? null,
+      secretAccessKey: get('S3_SECRET_ACCESS_KEY') ?? null,
+    },
+    secretKey,
+    sessionTtlMs: parseDuration('SESSION_TTL', get('SESSION_TTL') ?? '12h'),
+    presignTtlMs: parseDuration('PRESIGN_TTL', get('PRESIGN_TTL') ?? '300s'),
+    paymentProviders,
+    paymentMode: oneOf('PAYMENT_MODE', get('PAYMENT_MODE') ?? 'sandbox', ['sandbox', 'live'] as const),
+    topupMin,
+    topupMax,
+    modelBackends,
+    routes: get('ROUTES') ?? null,
+    releaseSource: oneOf('RELEASE_SOURCE', get('RELEASE_SOURCE') ?? (site === 'intl' ? 'github' : 'mirror'), [
+      'github',
+      'mirror',
+    ] as const),
+    githubApiUrl: httpUrl('GITHUB_API_URL', get('GITHUB_API_URL') ?? 'https://api.github.com'),
+    githubToken: get('GITHUB_TOKEN') ?? null,
+    releaseRepos,
+    releaseMirrorUrl,
+    agentCloudApiKey: get('AGENT_CLOUD_API_KEY') ?? null,
+    usdPerCny: number('USD_PER_CNY', get('USD_PER_CNY') ?? '0.14', { min: 0.000001 }),
+    registration: oneOf('REGISTRATION', get('REGISTRATION') ?? 'open', ['open', 'closed'] as const),
+    trustProxy: oneOf('TRUST_PROXY', get('TRUST_PROXY') ?? 'false', ['true', 'false'] as const) === 'true',
+    engines: get('ENGINES') ?? null,
+    logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
+    env,
+  };
+}
+
+function readOrCreateSecret(dataDir: string): string {
+  const file = join(dataDir, 'secret_key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const value = randomBytes(32).toString('base64url');
+  // wx: two processes racing on first start keep whichever wrote first.
+  try {
+    writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
+    return value;
+  } catch {
+    return readFileSync(file, 'utf8').trim();
+  }
+}

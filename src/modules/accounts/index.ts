@@ -1,0 +1,1 @@
+export { createAccountsService, type AccountsService, type UserView } from './accounts.service';

@@ -1,0 +1,51 @@
+import type { AppContext } from '../../platform/context';
+import { AppError } from '../../platform/errors';
+
+/** Public pages that exist and belong in the sitemap; modules add theirs with `addPage`. */
+export interface SitemapPage {
+  path: string;
+  lastmod?: () => Promise<Date | null> | Date | null;
+}
+
+export function createSiteService(ctx: AppContext) {
+  const pages: SitemapPage[] = [];
+
+  return {
+    siteInfo() {
+      const { site, currency, publicUrl } = ctx.config;
+      return {
+        site,
+        currency,
+        name: site === 'intl' ? 'cpd International' : 'cpd China',
+        public_url: publicUrl,
+        features: { invoices: site === 'cn', receipts: site === 'intl' },
+      };
+    },
+
+    async health() {
+      if (!(await ctx.database.ping(1000))) throw new AppError('unavailable', 'database unavailable');
+      return { status: 'ok' as const };
+    },
+
+    addPage(page: SitemapPage) {
+      pages.push(page);
+    },
+
+    async sitemapXml(): Promise<string> {
+      const base = ctx.config.publicUrl;
+      const urls = await Promise.all(
+        pages.map(async (p) => {
+          const lastmod = p.lastmod ? await p.lastmod() : null;
+          return `  <url>\n    <loc>${escapeXml(base + p.path)}</loc>${lastmod ? `\n    <lastmod>${lastmod.toISOString()}</lastmod>` : ''}\n  </url>`;
+        }),
+      );
+      return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls.join('\n')}${urls.length ? '\n' : ''}</urlset>\n`;
+    },
+  };
+}
+
+export type SiteService = ReturnType<typeof createSiteService>;
+
+export function escapeXml(s: string): string {
+  return s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
+}

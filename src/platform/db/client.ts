@@ -1,0 +1,110 @@
+/**
+ * One database handle for the whole process: postgres.js when DATABASE_URL is set, PGlite in
+ * DATA_DIR/pg otherwise. Both speak the same drizzle API, schema and migrations.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { pgliteAssets } from './pglite-assets';
+
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+export type Tx = PgTransaction<PgQueryResultHKT, Record<string, never>>;
+/** Service functions that may join a caller's transaction take this. */
+export type DbOrTx = Db | Tx;
+
+export interface Database {
+  kind: 'postgres' | 'pglite';
+  db: Db;
+  /** Rows of a raw query, whichever driver ran it. */
+  query<T = Record<string, unknown>>(q: SQL, on?: DbOrTx): Promise<T[]>;
+  /** Subscribe to a PostgreSQL NOTIFY channel; resolves once listening. Returns unsubscribe. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string, on?: DbOrTx): Promise<void>;
+  /** `SELECT 1` bounded by timeoutMs. */
+  ping(timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+  /** PGlite only: the data directory as a tarball (test snapshots). */
+  dump?(): Promise<Blob>;
+}
+
+export interface OpenOptions {
+  databaseUrl: string | null;
+  /** PGlite data directory; null keeps it in memory (tests). */
+  pgliteDir?: string | null;
+  /** A pre-migrated PGlite snapshot (dumpDataDir) to start from; skips initdb (tests). */
+  pgliteSnapshot?: Blob;
+  maxConnections?: number;
+}
+
+function rowsOf<T>(result: unknown): T[] {
+  // postgres.js returns the row array itself; PGlite returns {rows}.
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}
+
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  return opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.maxConnections ?? 10) : openPglite(opts);
+}
+
+function openPostgres(url: string, max: number): Database {
+  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 });
+  const db = drizzlePostgres(client) as unknown as Db;
+  return {
+    kind: 'postgres',
+    db,
+    query: async (q, on = db) => rowsOf(await on.execute(q)),
+    async listen(channel, onPayload) {
+      const sub = await client.listen(channel, onPayload);
+      return () => sub.unlisten();
+    },
+    async notify(channel, payload, on = db) {
+      await on.execute(sql`select pg_notify(${channel}, ${payload})`);
+    },
+    ping: (timeoutMs) => pingWith(() => client`select 1`, timeoutMs),
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+async function openPglite(opts: OpenOptions): Promise<Database> {
+  const assets = await pgliteAssets();
+  const pg = await PGlite.create({
+    ...(opts.pgliteDir ? { dataDir: opts.pgliteDir } : {}),
+    ...(opts.pgliteSnapshot ? { loadDataDir: opts.pgliteSnapshot } : {}),
+    ...assets,
+  });
+  const db = drizzlePglite(pg) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    query: async (q, on = db) => rowsOf(await on.execute(q)),
+    async listen(channel, onPayload) {
+      const unsub = await pg.listen(channel, onPayload);
+      return unsub;
+    },
+    async notify(channel, payload, on = db) {
+      await on.execute(sql`select pg_notify(${channel}, ${payload})`);
+    },
+    ping: (timeoutMs) => pingWith(() => pg.query('select 1'), timeoutMs),
+    close: () => pg.close(),
+    dump: () => pg.dumpDataDir('gzip'),
+  };
+}
+
+async function pingWith(run: () => Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: Timer | undefined;
+  try {
+    await Promise.race([
+      run(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      }),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}

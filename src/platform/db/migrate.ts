@@ -1,0 +1,47 @@
+/**
+ * Applies the embedded migrations in order, inside one transaction holding a PostgreSQL advisory
+ * lock, so replicas starting together apply each migration exactly once.
+ * Not drizzle's migrator: it reads migrations/ from the filesystem at run time, and the compiled
+ * binary has no such folder; ours takes the SQL embedded by migrations.generated.ts.
+ */
+import { createHash } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import type { Database } from './client';
+import { embeddedMigrations } from './migrations.generated';
+
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+// Arbitrary but fixed: "cpd" migrate lock.
+const MIGRATION_LOCK_KEY = 0x63_70_64_01;
+
+export async function migrate(database: Database, migrations: Migration[] = embeddedMigrations): Promise<string[]> {
+  const applied: string[] = [];
+  await database.db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+    await tx.execute(sql`create table if not exists cpd_migrations (
+      name text primary key, hash text not null, applied_at timestamptz not null default now())`);
+    const done = new Map(
+      (await database.query<{ name: string; hash: string }>(sql`select name, hash from cpd_migrations`, tx)).map((r) => [
+        r.name,
+        r.hash,
+      ]),
+    );
+    for (const m of migrations) {
+      const hash = createHash('sha256').update(m.sql).digest('hex');
+      const seen = done.get(m.name);
+      if (seen !== undefined) {
+        if (seen !== hash) throw new Error(`migration ${m.name} was changed after it was applied`);
+        continue;
+      }
+      for (const statement of m.sql.split('--> statement-breakpoint')) {
+        if (statement.trim()) await tx.execute(sql.raw(statement));
+      }
+      await tx.execute(sql`insert into cpd_migrations (name, hash) values (${m.name}, ${hash})`);
+      applied.push(m.name);
+    }
+  });
+  return applied;
+}

@@ -1,0 +1,87 @@
+/**
+ * The one auth layer. A route declares the credentials it accepts, `{ auth: ['session', 'key'] }`,
+ * and gets `caller`; no module parses Authorization itself (SPEC "Authentication").
+ *   session: `Authorization: Bearer <session token>` or the `cpd_session` cookie   (S)
+ *   query:   `?token=<session token>`, only where SPEC marks Q                      (Q)
+ *   key:     `Authorization: Bearer bfvk-…`                                          (K)
+ *   admin:   a session whose account has the admin role (403 otherwise)
+ */
+import { Elysia } from 'elysia';
+import { AppError } from '../errors';
+
+export type AuthMode = 'session' | 'query' | 'key' | 'admin';
+
+export interface Caller {
+  userId: string;
+  email: string;
+  isAdmin: boolean;
+  via: 'session' | 'cookie' | 'query' | 'key';
+  sessionId: string | null;
+  keyId: string | null;
+}
+
+/** Implemented by the accounts module: turns a presented secret into a caller, or null. */
+export interface CallerResolver {
+  callerForSession(token: string): Promise<Caller | null>;
+  callerForKey(key: string): Promise<Caller | null>;
+}
+
+export const SESSION_COOKIE = 'cpd_session';
+export const API_KEY_PREFIX = 'bfvk-';
+
+function bearer(request: Request): string | null {
+  const header = request.headers.get('authorization');
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+function cookieValue(request: Request, name: string): string | null {
+  const header = request.headers.get('cookie');
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return null;
+}
+
+function queryToken(request: Request): string | null {
+  const q = request.url.indexOf('?');
+  return q === -1 ? null : new URLSearchParams(request.url.slice(q + 1)).get('token');
+}
+
+/** Resolves the caller for the given modes, or throws 401/403. Exported for non-Elysia paths. */
+export async function resolveCaller(resolver: CallerResolver, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
+  const wantsSession = modes.includes('session') || modes.includes('admin');
+  const token = bearer(request);
+  let caller: Caller | null = null;
+  if (token?.startsWith(API_KEY_PREFIX)) {
+    if (modes.includes('key')) caller = await resolver.callerForKey(token);
+  } else if (token) {
+    if (wantsSession) caller = await resolver.callerForSession(token);
+  } else {
+    const cookie = wantsSession ? cookieValue(request, SESSION_COOKIE) : null;
+    const query = modes.includes('query') ? queryToken(request) : null;
+    if (cookie) {
+      caller = await resolver.callerForSession(cookie);
+      if (caller) caller = { ...caller, via: 'cookie' };
+    }
+    if (!caller && query) {
+      caller = await resolver.callerForSession(query);
+      if (caller) caller = { ...caller, via: 'query' };
+    }
+  }
+  if (!caller) throw new AppError('unauthorized', 'missing or invalid credentials');
+  if (modes.includes('admin') && !caller.isAdmin) throw new AppError('forbidden', 'admin role required');
+  return caller;
+}
+
+export const authPlugin = (resolver: CallerResolver) =>
+  new Elysia({ name: 'cpd/auth' }).macro({
+    auth: (modes: AuthMode[]) => ({
+      async resolve({ request }) {
+        return { caller: await resolveCaller(resolver, request, modes) };
+      },
+    }),
+  });

@@ -1,0 +1,74 @@
+/**
+ * The error contract (DECISIONS §2): every non-2xx body is {"error": string} as JSON; Elysia's
+ * own 422 and plain-text 404 never leak; unknown errors become 500 without internals.
+ */
+import { Elysia } from 'elysia';
+import { AppError, STATUS_OF_KIND } from '../errors';
+import type { Logger } from '../logger';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function jsonError(status: number, error: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error }), { status, headers: { 'content-type': JSON_TYPE, ...headers } });
+}
+
+function pgCode(error: unknown): string | undefined {
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Maps any thrown value to a Response; exported for handlers that stream (SSE) or run outside Elysia. */
+export function errorResponse(error: unknown, code: string | number, log: Logger, requestId?: string): Response {
+  if (error instanceof AppError) {
+    const status = STATUS_OF_KIND[error.kind];
+    if (error.body !== undefined)
+      return new Response(JSON.stringify(error.body), { status, headers: { 'content-type': JSON_TYPE, ...error.headers } });
+    return jsonError(status, error.message, error.headers);
+  }
+  switch (code) {
+    case 'VALIDATION':
+      return jsonError(400, validationMessage(error));
+    case 'PARSE':
+      return jsonError(400, 'request body is not valid JSON');
+    case 'NOT_FOUND':
+      return jsonError(404, 'not found');
+    case 'INVALID_COOKIE_SIGNATURE':
+      return jsonError(400, 'invalid cookie');
+    case 'INVALID_FILE_TYPE':
+      return jsonError(400, 'invalid file type');
+  }
+  if (typeof code === 'number' && code >= 400 && code < 500) return jsonError(code, String((error as Error)?.message ?? 'bad request'));
+  switch (pgCode(error)) {
+    case '23505':
+      return jsonError(409, 'already exists');
+    case '23503':
+      return jsonError(404, 'referenced resource not found');
+    case '22P02':
+    case '22003':
+    case '22007':
+    case '22008':
+      return jsonError(400, 'malformed value');
+  }
+  log.error({ err: error, request_id: requestId }, 'unhandled error');
+  return jsonError(500, 'internal server error');
+}
+
+function validationMessage(error: unknown): string {
+  const e = error as { all?: Array<{ path?: string; summary?: string; message?: string }>; type?: string };
+  const first = Array.isArray(e?.all) ? e.all[0] : undefined;
+  if (first) {
+    const where = first.path ? first.path.replace(/^\//, '').replace(/\//g, '.') : e.type ?? 'request';
+    return `invalid ${where || e.type || 'request'}: ${first.summary ?? first.message ?? 'does not match the schema'}`;
+  }
+  return 'invalid request';
+}
+
+export const errorPlugin = (log: Logger) =>
+  new Elysia({ name: 'cpd/errors' }).onError({ as: 'global' }, ({ error, code, set }) => {
+    const response = errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);
+    set.status = response.status; // read by the access log
+    // Keep headers already set on the context (X-Request-Id).
+    for (const [k, v] of Object.entries(set.headers)) if (!response.headers.has(k) && typeof v === 'string') response.headers.set(k, v);
+    return response;
+  });

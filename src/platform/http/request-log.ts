@@ -1,0 +1,38 @@
+/**
+ * X-Request-Id on every response and one structured access line per request: method, path
+ * without the query string, status, duration and request id. Never headers, cookies or bodies.
+ */
+import { Elysia } from 'elysia';
+import { randomBase62 } from '../ids';
+import type { Logger } from '../logger';
+
+const started = new WeakMap<Request, { id: string; at: number }>();
+
+export function requestIdOf(request: Request): string | undefined {
+  return started.get(request)?.id;
+}
+
+export const requestLogPlugin = (log: Logger) =>
+  new Elysia({ name: 'cpd/request-log' })
+    .onRequest(({ set, request }) => {
+      const incoming = request.headers.get('x-request-id');
+      const id = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomBase62(20);
+      set.headers['x-request-id'] = id;
+      started.set(request, { id, at: performance.now() });
+    })
+    .onAfterResponse({ as: 'global' }, (ctx) => {
+      const { request, set } = ctx;
+      const info = started.get(request);
+      const responseValue = (ctx as { responseValue?: unknown }).responseValue;
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
+      const url = request.url;
+      const q = url.indexOf('?');
+      log.info({
+        msg: 'request',
+        method: request.method,
+        path: url.slice(url.indexOf('/', url.indexOf('//') + 2), q === -1 ? undefined : q),
+        status,
+        duration_ms: info ? Math.round((performance.now() - info.at) * 100) / 100 : undefined,
+        request_id: info?.id,
+      });
+    });
