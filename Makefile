@@ -32,7 +32,7 @@ bench: build
 
 # After changing a *.tables.ts: generate SQL with drizzle-kit and embed it in the binary.
 migrations: $(DEPS_STAMP)
-	$(BUN) x drizzle-kit generate
+	$(BUN) x drizzle-kit generate $(if $(NAME),--name $(NAME))
 	$(BUN) scripts/embed-migrations.ts
 
 deps: $(DEPS_STAMP)
