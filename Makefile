@@ -17,7 +17,9 @@ test: build
 build: dist/cpd
 
 dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json
-	$(BUN) build src/main.ts --compile --bytecode --format=esm --minify --sourcemap=none --outfile dist/cpd
+	@mkdir -p dist
+	@# Build to a private name, then rename: running copies keep their file, parallel builds do not clash.
+	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --format=esm --minify --sourcemap=none --outfile $$tmp && mv -f $$tmp dist/cpd
 
 check: typecheck lint
 
