@@ -45,7 +45,10 @@ $(DEPS_STAMP): package.json bun.lock | $(BUN)
 
 $(LOCAL_BUN):
 	npm install --prefix .tools --no-save --no-package-lock --no-audit --no-fund bun@$(BUN_VERSION)
-	@$(LOCAL_BUN) --version >/dev/null
+	@# If npm skipped bun's postinstall (ignore-scripts), .bin/bun is a placeholder: link the platform package's binary.
+	@$(LOCAL_BUN) --version >/dev/null 2>&1 || for b in .tools/node_modules/@oven/bun-*/bin/bun; do \
+	  "$$b" --version >/dev/null 2>&1 && ln -sf "../$${b#.tools/node_modules/}" $(LOCAL_BUN) && break; done
+	@echo "using bun $$($(LOCAL_BUN) --version) from $(LOCAL_BUN)"
 
 clean:
 	rm -rf dist node_modules .tools
