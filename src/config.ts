@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { type LimitName, parseRateLimits, type RateLimit } from './platform/http/rate-limit';
 
 export type Site = 'intl' | 'cn';
 export type PaymentProviderId = 'card' | 'chat_wallet' | 'app_wallet';
@@ -39,6 +40,8 @@ export interface Config {
   usdPerCny: number;
   registration: 'open' | 'closed';
   trustProxy: boolean;
+  /** RATE_LIMITS overrides of the named limits (platform/http/rate-limit.ts has the defaults). */
+  rateLimits: Partial<Record<LimitName, RateLimit>>;
   engines: string | null;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   env: Record<string, string | undefined>;
@@ -192,10 +195,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     usdPerCny: number('USD_PER_CNY', get('USD_PER_CNY') ?? '0.14', { min: 0.000001 }),
     registration: oneOf('REGISTRATION', get('REGISTRATION') ?? 'open', ['open', 'closed'] as const),
     trustProxy: oneOf('TRUST_PROXY', get('TRUST_PROXY') ?? 'false', ['true', 'false'] as const) === 'true',
+    rateLimits: rateLimitsFrom(get('RATE_LIMITS')),
     engines: get('ENGINES') ?? null,
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     env,
   };
+}
+
+function rateLimitsFrom(raw: string | undefined) {
+  if (!raw) return {};
+  try {
+    return parseRateLimits(raw, (d) => parseDuration('RATE_LIMITS', d));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError('RATE_LIMITS', (err as Error).message);
+  }
 }
 
 function readOrCreateSecret(dataDir: string): string {

@@ -1,1 +1,4 @@
 export { createAccountsService, type AccountsService, type UserView } from './accounts.service';
+/** Named rate limiters for other modules: `namedLimiter(ctx, 'download').enforce(key)`. */
+export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
+export { clientAddress } from '../../platform/http/client-address';
