@@ -6,6 +6,7 @@ import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
 import { createAccountsService } from './modules/accounts';
 import { createSiteService, siteRoutes } from './modules/site';
+import { createPricingService, pricingRoutes } from './modules/pricing';
 import type { AppContext } from './platform/context';
 import { authPlugin } from './platform/http/auth';
 import { errorPlugin } from './platform/http/errors';
@@ -16,6 +17,8 @@ export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
   const site = createSiteService(ctx);
   const auth = authPlugin(accounts.resolver);
+  const pricing = createPricingService(ctx);
+  await pricing.load();
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
@@ -28,9 +31,10 @@ export async function buildApp(ctx: AppContext) {
       }),
     )
     .use(auth)
-    .use(siteRoutes(site));
+    .use(siteRoutes(site))
+    .use(pricingRoutes({ auth, pricing }));
 
-  const services = { accounts, site };
+  const services = { accounts, site, pricing };
   return { app, services };
 }
 

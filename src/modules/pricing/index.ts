@@ -1,0 +1,3 @@
+export { createPricingService, fromMicros, toMicros, type GpuPrice, type ModelPrice, type PricingService } from './pricing.service';
+export { pricingRoutes } from './pricing.routes';
+export { PRICE_UNITS, type PriceUnit } from './pricing.schemas';

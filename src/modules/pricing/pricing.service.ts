@@ -1,0 +1,139 @@
+/**
+ * The pricing catalog. Prices live in micro-units (bigint) of the site currency; the whole catalog
+ * is cached in memory because the gateway prices every request from it (priceOf is synchronous).
+ * A change in any process sends NOTIFY cpd_pricing, and every process reloads its cache.
+ */
+import { asc } from 'drizzle-orm';
+import type { AppContext } from '../../platform/context';
+import { AppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import type { GpuPriceInput, ModelPriceInput, PriceUnit } from './pricing.schemas';
+import { gpuPrices, modelPrices } from './pricing.tables';
+
+const CHANNEL = 'cpd_pricing';
+
+export interface ModelPrice {
+  id: string;
+  slug: string;
+  unit: PriceUnit;
+  priceMicros: bigint;
+}
+
+export interface GpuPrice {
+  id: string;
+  name: string;
+  hourlyPriceMicros: bigint;
+}
+
+/** Major units (a JSON number) → micro-units; rounding absorbs binary float noise (0.1 → 100000). */
+export const toMicros = (major: number): bigint => BigInt(Math.round(major * 1_000_000));
+export const fromMicros = (micros: bigint): number => Number(micros) / 1_000_000;
+
+function duplicate(values: string[]): string | null {
+  const seen = new Set<string>();
+  for (const v of values) {
+    if (seen.has(v)) return v;
+    seen.add(v);
+  }
+  return null;
+}
+
+function checkPrice(what: string, value: number) {
+  if (!Number.isFinite(value) || value < 0) throw new AppError('invalid', `${what}: price must be a finite non-negative number`);
+}
+
+export function createPricingService(ctx: AppContext) {
+  const { db } = ctx.database;
+  const currency = ctx.config.currency;
+  let models: ModelPrice[] = [];
+  let gpus: GpuPrice[] = [];
+  let bySlug = new Map<string, ModelPrice>();
+  let lastChange: Date | null = null;
+  let unlisten: (() => Promise<void>) | null = null;
+
+  async function reload() {
+    const [m, g] = await Promise.all([
+      db.select().from(modelPrices).orderBy(asc(modelPrices.position)),
+      db.select().from(gpuPrices).orderBy(asc(gpuPrices.position)),
+    ]);
+    models = m.map((r) => ({ id: r.id, slug: r.slug, unit: r.unit as PriceUnit, priceMicros: r.priceMicros }));
+    gpus = g.map((r) => ({ id: r.id, name: r.name, hourlyPriceMicros: r.hourlyPriceMicros }));
+    bySlug = new Map(models.map((p) => [p.slug, p]));
+    const times = [...m, ...g].map((r) => r.updatedAt.getTime());
+    lastChange = times.length ? new Date(Math.max(...times)) : null;
+  }
+
+  const modelView = (p: ModelPrice) => ({ id: p.id, slug: p.slug, unit: p.unit, price: fromMicros(p.priceMicros), currency });
+  const gpuView = (p: GpuPrice) => ({ id: p.id, name: p.name, hourly_price: fromMicros(p.hourlyPriceMicros), currency });
+
+  return {
+    /** Loads the cache and subscribes to changes from other processes; app.ts awaits it once. */
+    async load() {
+      await reload();
+      if (!unlisten) {
+        unlisten = await ctx.database.listen(CHANNEL, () => {
+          reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
+        });
+        ctx.onShutdown(async () => {
+          await unlisten?.();
+          unlisten = null;
+        });
+      }
+    },
+
+    /** The price the gateway charges for a model slug, from the in-memory cache; null when unpriced. */
+    priceOf(slug: string): { unit: PriceUnit; priceMicros: bigint } | null {
+      const p = bySlug.get(slug);
+      return p ? { unit: p.unit, priceMicros: p.priceMicros } : null;
+    },
+
+    /** The public catalog; `limit` caps each list (DECISIONS §5). */
+    catalog(limit?: number) {
+      const n = limit ?? Number.POSITIVE_INFINITY;
+      return { models: models.slice(0, n).map(modelView), gpus: gpus.slice(0, n).map(gpuView) };
+    },
+
+    /** Replaces the model price list in one transaction and tells every process. */
+    async setModelPrices(rows: ModelPriceInput[]) {
+      for (const r of rows) checkPrice(r.slug, r.price);
+      const dup = duplicate(rows.map((r) => r.slug));
+      if (dup) throw new AppError('invalid', `duplicate slug "${dup}"`);
+      const now = ctx.clock.now();
+      await db.transaction(async (tx) => {
+        await tx.delete(modelPrices);
+        if (rows.length)
+          await tx.insert(modelPrices).values(
+            rows.map((r, position) => ({ id: newId('mpr'), slug: r.slug, unit: r.unit, priceMicros: toMicros(r.price), position, updatedAt: now })),
+          );
+        await ctx.database.notify(CHANNEL, 'models', tx);
+      });
+      await reload();
+      return { models: models.map(modelView) };
+    },
+
+    /** Replaces the GPU price list in one transaction and tells every process. */
+    async setGpuPrices(rows: GpuPriceInput[]) {
+      for (const r of rows) checkPrice(r.name, r.hourly_price);
+      const dup = duplicate(rows.map((r) => r.name));
+      if (dup) throw new AppError('invalid', `duplicate name "${dup}"`);
+      const now = ctx.clock.now();
+      await db.transaction(async (tx) => {
+        await tx.delete(gpuPrices);
+        if (rows.length)
+          await tx.insert(gpuPrices).values(
+            rows.map((r, position) => ({ id: newId('gpr'), name: r.name, hourlyPriceMicros: toMicros(r.hourly_price), position, updatedAt: now })),
+          );
+        await ctx.database.notify(CHANNEL, 'gpus', tx);
+      });
+      await reload();
+      return { gpus: gpus.map(gpuView) };
+    },
+
+    /** Newest change to either list (the /pricing page's sitemap lastmod); null when both are empty. */
+    lastModified(): Date | null {
+      return lastChange;
+    },
+  };
+}
+
+export type PricingService = ReturnType<typeof createPricingService>;
