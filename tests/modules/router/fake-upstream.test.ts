@@ -1,0 +1,58 @@
+/** The fake upstream speaks OpenAI's protocol as the official client reads it. */
+import { afterAll, describe, expect, test } from 'bun:test';
+import OpenAI from 'openai';
+import { startFakeUpstream } from '../../support/fake-upstream';
+
+const up = await startFakeUpstream({ models: ['m1'] });
+const client = new OpenAI({ baseURL: up.url, apiKey: 'x', maxRetries: 0 });
+afterAll(() => up.close());
+
+describe('fake upstream', () => {
+  test('lists models and answers JSON with usage', async () => {
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['m1']);
+    const r = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(r.usage).toMatchObject({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
+  });
+
+  test('streams one chunk per piece and usage only when asked', async () => {
+    up.set({ content: 'a b c' });
+    const chunks = [];
+    for await (const c of await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }))
+      chunks.push(c);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('a b c');
+    expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 });
+    const plain = [];
+    for await (const c of await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true })) plain.push(c);
+    expect(plain.some((c) => c.usage)).toBe(false);
+  });
+
+  test('tool calls, errors and garbage', async () => {
+    up.set({ toolCalls: [{ name: 'lookup', arguments: '{"q":1}' }] });
+    const r = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(r.choices[0]!.message.tool_calls![0]).toMatchObject({ type: 'function', function: { name: 'lookup', arguments: '{"q":1}' } });
+    up.set({ toolCalls: null, status: 503 });
+    const failed = await client.chat.completions.create({ model: 'm1', messages: [] }).then(() => null, (e) => e);
+    expect(failed).toMatchObject({ status: 503 });
+    up.set({ status: null, garbage: true });
+    const res = await fetch(`${up.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm1', messages: [] }) });
+    expect(await res.text()).toContain('<html>');
+    expect(up.requests.at(-1)!.body).toEqual({ model: 'm1', messages: [] });
+    up.reset();
+    expect(up.requests).toHaveLength(0);
+  });
+
+  test('counts a stream the client abandons', async () => {
+    up.set({ content: 'w '.repeat(50), chunkDelayMs: 5 });
+    const ac = new AbortController();
+    const res = await fetch(`${up.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm1', messages: [], stream: true }), signal: ac.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    ac.abort();
+    const deadline = Date.now() + 5000;
+    while (up.stats.streamsAborted === 0 && Date.now() < deadline) await Bun.sleep(10);
+    expect(up.stats.streamsAborted).toBe(1);
+    up.reset();
+  });
+});

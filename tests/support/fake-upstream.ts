@@ -1,0 +1,233 @@
+/**
+ * A local OpenAI-compatible model server for tests (DESIGN: outside systems are replaced by small
+ * local servers that speak their real protocol). It listens on 127.0.0.1 port 0.
+ *
+ *   GET  /v1/models             {object: 'list', data: [{id, object: 'model', …}]}
+ *   POST /v1/chat/completions   JSON, or SSE when `stream: true` (usage in a final chunk with
+ *                               empty `choices` when `stream_options.include_usage` is true)
+ *
+ * Usage:
+ *   const up = await startFakeUpstream({ models: ['m1'] });
+ *   // MODEL_BACKENDS=m1=${up.url}        (up.url ends in /v1)
+ *   up.set({ content: 'one two three', promptTokens: 7 });        // every later request
+ *   up.set((body) => (body.tools ? { toolCalls: [{ name: 'f', arguments: '{}' }] } : {}));
+ *   up.requests[0].body                   // what the upstream received
+ *   await waitFor(() => up.stats.streamsAborted === 1)
+ *   await up.close();
+ *
+ * Tokens are deterministic: the content is cut into pieces `/\S+\s*\/g` (a word and its trailing
+ * space); each piece is one completion token and one stream chunk. prompt_tokens is
+ * `promptTokens` (default 10) whatever the messages are.
+ */
+
+export interface FakeToolCall {
+  id?: string;
+  name: string;
+  arguments: string;
+}
+
+export interface FakeBehaviour {
+  /** Assistant text (default 'Hello from the fake upstream.': 5 pieces, so 5 completion tokens). */
+  content: string;
+  /** prompt_tokens reported in usage (default 10). */
+  promptTokens: number;
+  /** completion_tokens reported in usage; null = the number of pieces (default null). */
+  completionTokens: number | null;
+  /** Report usage: in the JSON body, and in a final stream chunk when asked for (default true). */
+  usage: boolean;
+  /** Answer 200 with a body that is neither OpenAI JSON nor SSE (default false). */
+  garbage: boolean;
+  /** Answer this HTTP status with an OpenAI error body instead of a completion (default null). */
+  status: number | null;
+  /** Delay before the response headers, in ms (default 0). */
+  firstByteDelayMs: number;
+  /** Delay between stream chunks, in ms (default 0). */
+  chunkDelayMs: number;
+  /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
+  toolCalls: FakeToolCall[] | null;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Record<string, any> | null;
+}
+
+export interface FakeUpstream {
+  /** OpenAI base URL, `http://127.0.0.1:PORT/v1`. */
+  url: string;
+  port: number;
+  /** Changes the behaviour for later requests: fields to merge, or a function of the request body. */
+  set(b: Partial<FakeBehaviour> | ((body: Record<string, any>) => Partial<FakeBehaviour>)): void;
+  /** Back to the defaults and the constructor's behaviour; clears requests and stats. */
+  reset(): void;
+  /** Every request received, oldest first (GET /v1/models included). */
+  requests: RecordedRequest[];
+  stats: { completions: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
+  close(): Promise<void>;
+}
+
+export const FAKE_DEFAULTS: FakeBehaviour = {
+  content: 'Hello from the fake upstream.',
+  promptTokens: 10,
+  completionTokens: null,
+  usage: true,
+  garbage: false,
+  status: null,
+  firstByteDelayMs: 0,
+  chunkDelayMs: 0,
+  toolCalls: null,
+};
+
+export function piecesOf(content: string): string[] {
+  return content.match(/\S+\s*/g) ?? [];
+}
+
+type BehaviourSource = Partial<FakeBehaviour> | ((body: Record<string, any>) => Partial<FakeBehaviour>);
+
+export async function startFakeUpstream(
+  opts: { models?: string[]; behaviour?: BehaviourSource } = {},
+): Promise<FakeUpstream> {
+  const models = opts.models ?? ['fake-model'];
+  let source: BehaviourSource = opts.behaviour ?? {};
+  let seq = 0;
+  const requests: RecordedRequest[] = [];
+  const stats = { completions: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
+
+  const behaviourFor = (body: Record<string, any>): FakeBehaviour => ({
+    ...FAKE_DEFAULTS,
+    ...(typeof source === 'function' ? source(body) : source),
+  });
+
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      const text = req.method === 'POST' ? await req.text() : '';
+      let body: Record<string, any> | null = null;
+      try {
+        body = text ? JSON.parse(text) : null;
+      } catch {}
+      requests.push({ method: req.method, path, headers: Object.fromEntries(req.headers), body });
+
+      if (req.method === 'GET' && path === '/v1/models') {
+        return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });
+      }
+      if (req.method !== 'POST' || path !== '/v1/chat/completions') return Response.json({ error: { message: 'not found' } }, { status: 404 });
+      if (!body || !Array.isArray(body.messages)) return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
+
+      stats.completions++;
+      const b = behaviourFor(body);
+      const n = ++seq;
+      if (b.firstByteDelayMs > 0) await Bun.sleep(b.firstByteDelayMs);
+      if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+      if (b.garbage) return new Response('<html>502 Bad Gateway from some proxy</html>', { headers: { 'content-type': 'text/html' } });
+      return body.stream === true ? streamResponse(body, b, n, req.signal) : Response.json(completion(body, b, n));
+    },
+  });
+
+  function streamResponse(body: Record<string, any>, b: FakeBehaviour, n: number, signal: AbortSignal): Response {
+    stats.streamsStarted++;
+    const frames = chunksFor(body, b, n);
+    const enc = new TextEncoder();
+    let i = 0;
+    let finished = false;
+    const abort = () => {
+      if (!finished) {
+        finished = true;
+        stats.streamsAborted++;
+      }
+    };
+    signal.addEventListener('abort', abort);
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (i > 0 && b.chunkDelayMs > 0) await Bun.sleep(b.chunkDelayMs);
+        if (finished) return;
+        if (i < frames.length) {
+          controller.enqueue(enc.encode(`data: ${JSON.stringify(frames[i++])}\n\n`));
+          return;
+        }
+        controller.enqueue(enc.encode('data: [DONE]\n\n'));
+        finished = true;
+        stats.streamsCompleted++;
+        signal.removeEventListener('abort', abort);
+        controller.close();
+      },
+      cancel: abort,
+    });
+    return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } });
+  }
+
+  return {
+    url: `http://127.0.0.1:${server.port}/v1`,
+    port: server.port!,
+    set(b) {
+      if (typeof b === 'function' || typeof source === 'function') source = b;
+      else source = { ...source, ...b };
+    },
+    reset() {
+      source = opts.behaviour ?? {};
+      requests.length = 0;
+      Object.assign(stats, { completions: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
+    },
+    requests,
+    stats,
+    close: () => server.stop(true),
+  };
+}
+
+function usageOf(b: FakeBehaviour, pieces: number) {
+  const completion = b.completionTokens ?? pieces;
+  return { prompt_tokens: b.promptTokens, completion_tokens: completion, total_tokens: b.promptTokens + completion };
+}
+
+function toolCallsOf(b: FakeBehaviour, n: number) {
+  return (b.toolCalls ?? []).map((c, i) => ({
+    id: c.id ?? `call_${n}_${i}`,
+    type: 'function' as const,
+    function: { name: c.name, arguments: c.arguments },
+  }));
+}
+
+function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
+  const tools = b.toolCalls ? toolCallsOf(b, n) : null;
+  const message = tools ? { role: 'assistant', content: null, tool_calls: tools } : { role: 'assistant', content: b.content };
+  return {
+    id: `chatcmpl-fake-${n}`,
+    object: 'chat.completion',
+    created: 1700000000,
+    model: body.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: tools ? 'tool_calls' : 'stop' }],
+    ...(b.usage ? { usage: usageOf(b, tools ? tools.length : piecesOf(b.content).length) } : {}),
+  };
+}
+
+function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Record<string, unknown>[] {
+  const base = { id: `chatcmpl-fake-${n}`, object: 'chat.completion.chunk', created: 1700000000, model: body.model };
+  const frames: Record<string, unknown>[] = [];
+  const wantsUsage = body.stream_options?.include_usage === true && b.usage;
+  const extra = wantsUsage ? { usage: null } : {};
+  let pieces: number;
+  if (b.toolCalls) {
+    const tools = toolCallsOf(b, n);
+    pieces = tools.length;
+    frames.push({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null }, finish_reason: null }], ...extra });
+    tools.forEach((t, i) => {
+      frames.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...t }] }, finish_reason: null }], ...extra });
+    });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }], ...extra });
+  } else {
+    const parts = piecesOf(b.content);
+    pieces = parts.length;
+    parts.forEach((p, i) => {
+      const delta = i === 0 ? { role: 'assistant', content: p } : { content: p };
+      frames.push({ ...base, choices: [{ index: 0, delta, finish_reason: null }], ...extra });
+    });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], ...extra });
+  }
+  if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, pieces) });
+  return frames;
+}
