@@ -3,6 +3,7 @@ import m0 from '../../../migrations/0000_init.sql' with { type: 'text' };
 import m1 from '../../../migrations/0001_pricing_catalog.sql' with { type: 'text' };
 import m2 from '../../../migrations/0002_billing_ledger_payments.sql' with { type: 'text' };
 import m3 from '../../../migrations/0003_accounts_2fa.sql' with { type: 'text' };
+import m4 from '../../../migrations/0004_agents_tables.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -10,4 +11,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0001_pricing_catalog', sql: m1 },
   { name: '0002_billing_ledger_payments', sql: m2 },
   { name: '0003_accounts_2fa', sql: m3 },
+  { name: '0004_agents_tables', sql: m4 },
 ];
