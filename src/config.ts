@@ -136,7 +136,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const modelBackends: Record<string, string[]> = {};
   for (const [slug, url] of pairs('MODEL_BACKENDS', get('MODEL_BACKENDS') ?? '')) {
-    (modelBackends[slug] ??= []).push(httpUrl('MODEL_BACKENDS', url));
+    modelBackends[slug] = [...(modelBackends[slug] ?? []), httpUrl('MODEL_BACKENDS', url)];
   }
 
   const defaultRepos: Record<Component, string> = {

@@ -82,7 +82,7 @@ export async function createTestApp(kind: DbKind = 'postgres', env: Record<strin
   ): Promise<TestResponse<T>> {
     const headers: Record<string, string> = { ...init.headers };
     if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: BodyInit | undefined;
+    let body: string | undefined;
     if (init.body !== undefined) {
       body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
       headers['content-type'] ??= 'application/json';
