@@ -4,7 +4,7 @@
  */
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
-import { createAccountsService } from './modules/accounts';
+import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { createSiteService, siteRoutes } from './modules/site';
 import { createPricingService, pricingRoutes } from './modules/pricing';
 import type { AppContext } from './platform/context';
@@ -31,6 +31,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     )
     .use(auth)
+    .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }));
 

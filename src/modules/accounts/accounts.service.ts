@@ -1,35 +1,77 @@
 /**
- * Accounts: users, session tokens and API keys. Secrets are random and stored only as SHA-256.
+ * Accounts: users, login (password, then TOTP when enabled), session tokens and API keys.
+ * Secrets are random (256 bits for sessions and challenges) and stored only as SHA-256.
  */
 import { randomBytes } from 'node:crypto';
-import { hash, verify, Algorithm } from '@node-rs/argon2';
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, lte, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import type { Caller, CallerResolver } from '../../platform/http/auth';
-import { API_KEY_PREFIX } from '../../platform/http/auth';
-import { newId, randomBase62 } from '../../platform/ids';
-import { apiKeys, sessions, users } from './accounts.tables';
-
-/** OWASP argon2id parameters (m = 19 MiB, t = 2, p = 1); @node-rs/argon2's default is 4 MiB. */
-export const ARGON2_OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+import { namedLimiter } from '../../platform/http/rate-limit';
+import { newId } from '../../platform/ids';
+import { createApiKeyStore } from './accounts.api-keys';
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from './accounts.passwords';
+import { loginChallenges, sessions, users } from './accounts.tables';
+import { createTwoFactor } from './accounts.two-factor';
 
 export interface UserView {
   id: string;
   email: string;
 }
 
+/** Who is asking, for rate limits and the session list. */
+export interface RequestMeta {
+  address: string;
+  userAgent?: string | null;
+}
+
+export type LoginResult =
+  | { token: string; user: UserView }
+  | { two_factor_required: true; challenge_token: string; expires_at: string };
+
+const CHALLENGE_TTL_MS = 5 * 60_000;
+const CHALLENGE_MAX_WRONG = 5;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+const newSecretToken = () => randomBytes(32).toString('base64url');
+
+/** `+1 (555) 010-9999` → `+15550109999`; null when it is not a phone number. */
+export function normalizePhone(raw: string): string | null {
+  const phone = raw.replace(/[\s().-]/g, '');
+  return /^\+?\d{6,20}$/.test(phone) ? phone : null;
+}
+
+function validateNewAccount(input: { email: string; password: string; phone?: string | null }) {
+  const email = input.email.trim();
+  if (email.length > 128 || !EMAIL.test(email)) throw new AppError('invalid', 'email is not a valid address of at most 128 characters');
+  if (input.password.length < 8 || input.password.length > 128) throw new AppError('invalid', 'password must be 8 to 128 characters');
+  let phone: string | null = null;
+  if (input.phone != null && input.phone !== '') {
+    phone = normalizePhone(input.phone);
+    if (!phone) throw new AppError('invalid', 'phone must be 6 to 20 digits, optionally with a leading +');
+  }
+  return { email, phone };
+}
+
 export function createAccountsService(ctx: AppContext) {
   const { db } = ctx.database;
+  const keys = createApiKeyStore(ctx);
+  const twoFactor = createTwoFactor(ctx);
+  const limits = { login: namedLimiter(ctx, 'login'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
+
+  /** Takes a token from every bucket (so a blocked caller keeps paying) and refuses if any is empty. */
+  function enforceAll(limiter: ReturnType<typeof namedLimiter>, bucketKeys: string[], message: string) {
+    const wait = Math.max(...bucketKeys.map((k) => limiter.take(k)));
+    if (wait > 0) throw new AppError('rate_limited', message, { 'retry-after': String(wait) });
+  }
 
   async function createUser(input: { email: string; password: string; phone?: string | null; isAdmin?: boolean }): Promise<UserView> {
-    const passwordHash = await hash(input.password, ARGON2_OPTIONS);
-    const id = newId('usr');
-    const email = input.email.trim();
+    const { email, phone } = validateNewAccount(input);
+    const passwordHash = await hashPassword(input.password);
     const inserted = await db
       .insert(users)
-      .values({ id, email, phone: input.phone ?? null, passwordHash, isAdmin: input.isAdmin ?? false })
+      .values({ id: newId('usr'), email, phone, passwordHash, isAdmin: input.isAdmin ?? false })
       .onConflictDoNothing()
       .returning({ id: users.id, email: users.email });
     if (inserted.length === 0) throw new AppError('conflict', 'an account with this email or phone already exists');
@@ -37,7 +79,7 @@ export function createAccountsService(ctx: AppContext) {
   }
 
   async function createSession(userId: string, meta: { userAgent?: string | null; ip?: string | null } = {}) {
-    const token = randomBytes(32).toString('base64url');
+    const token = newSecretToken();
     const now = ctx.clock.now();
     const row = {
       id: newId('ses'),
@@ -45,26 +87,125 @@ export function createAccountsService(ctx: AppContext) {
       tokenHash: sha256Hex(token),
       createdAt: now,
       expiresAt: new Date(now.getTime() + ctx.config.sessionTtlMs),
-      userAgent: meta.userAgent ?? null,
+      userAgent: meta.userAgent?.slice(0, 256) ?? null,
       ip: meta.ip ?? null,
     };
+    await db.delete(sessions).where(and(eq(sessions.userId, userId), lte(sessions.expiresAt, now)));
     await db.insert(sessions).values(row);
     return { token, session: row };
   }
 
-  async function createApiKey(userId: string, name: string) {
-    const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
-    const row = {
-      id: newId('key'),
-      userId,
-      site: ctx.config.site,
-      name,
-      prefix: key.slice(0, 12),
-      keyHash: sha256Hex(key),
-      createdAt: ctx.clock.now(),
+  async function signedIn(user: UserView, meta: RequestMeta) {
+    const { token } = await createSession(user.id, { userAgent: meta.userAgent, ip: meta.address });
+    return { token, user: { id: user.id, email: user.email } };
+  }
+
+  async function register(input: { email: string; password: string; phone?: string | null }, meta: RequestMeta) {
+    if (ctx.config.registration === 'closed') throw new AppError('forbidden', 'registration is closed on this site');
+    enforceAll(limits.register, [`ip:${meta.address}`, `id:${input.email.trim().toLowerCase()}`], 'too many registrations; try again later');
+    return signedIn(await createUser(input), meta);
+  }
+
+  async function findByIdentifier(identifier: string) {
+    const id = identifier.trim();
+    if (id.includes('@')) {
+      const [row] = await db.select().from(users).where(sql`lower(${users.email}) = ${id.toLowerCase()}`).limit(1);
+      return row ?? null;
+    }
+    const phone = normalizePhone(id);
+    if (!phone) return null;
+    const [row] = await db.select().from(users).where(eq(users.phone, phone)).limit(1);
+    return row ?? null;
+  }
+
+  /**
+   * Password login. An unknown identifier is verified against a dummy hash, so it costs what a
+   * wrong password costs and answers the same 401. Hashes with older parameters are upgraded.
+   */
+  async function login(input: { identifier: string; password: string }, meta: RequestMeta): Promise<LoginResult> {
+    const buckets = [`ip:${meta.address}`, `id:${input.identifier.trim().toLowerCase()}`];
+    enforceAll(limits.login, buckets, 'too many login attempts; try again later');
+    const user = await findByIdentifier(input.identifier);
+    const ok = await verifyPassword(user?.passwordHash ?? (await dummyHash()), input.password);
+    if (!user || !ok) throw new AppError('unauthorized', 'invalid identifier or password');
+    for (const k of buckets) limits.login.refund(k);
+    if (needsRehash(user.passwordHash)) {
+      await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
+    }
+    if (!user.totpSecret) return signedIn(user, meta);
+
+    const challengeToken = newSecretToken();
+    const now = ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
+    await db.delete(loginChallenges).where(and(eq(loginChallenges.userId, user.id), lte(loginChallenges.expiresAt, now)));
+    await db.insert(loginChallenges).values({ id: newId('chl'), userId: user.id, tokenHash: sha256Hex(challengeToken), expiresAt });
+    return { two_factor_required: true, challenge_token: challengeToken, expires_at: expiresAt.toISOString() };
+  }
+
+  /** Second step of a 2FA login: a live challenge and a TOTP or recovery code. The fifth wrong code ends the challenge. */
+  async function verifyChallenge(input: { challenge_token: string; code: string }, meta: RequestMeta) {
+    const tokenHash = sha256Hex(input.challenge_token);
+    enforceAll(limits.twofa, [`ip:${meta.address}`, `challenge:${tokenHash}`], 'too many attempts; try again later');
+    const live = and(eq(loginChallenges.tokenHash, tokenHash), gt(loginChallenges.expiresAt, ctx.clock.now()), sql`${loginChallenges.failedAttempts} < ${CHALLENGE_MAX_WRONG}`);
+    const [challenge] = await db.select().from(loginChallenges).where(live).limit(1);
+    if (!challenge) throw new AppError('unauthorized', 'the challenge is invalid or expired; sign in again');
+    enforceAll(limits.twofa, [`user:${challenge.userId}`], 'too many attempts; try again later');
+    if (!(await twoFactor.consumeCode(challenge.userId, input.code))) {
+      const [after] = await db
+        .update(loginChallenges)
+        .set({ failedAttempts: sql`${loginChallenges.failedAttempts} + 1` })
+        .where(eq(loginChallenges.id, challenge.id))
+        .returning({ failedAttempts: loginChallenges.failedAttempts });
+      if (after && after.failedAttempts >= CHALLENGE_MAX_WRONG) await db.delete(loginChallenges).where(eq(loginChallenges.id, challenge.id));
+      throw new AppError('unauthorized', 'the code does not match');
+    }
+    // Deleting is the claim: of two concurrent right answers only one gets a session.
+    const claimed = await db.delete(loginChallenges).where(and(eq(loginChallenges.id, challenge.id), live)).returning({ id: loginChallenges.id });
+    if (claimed.length === 0) throw new AppError('unauthorized', 'the challenge is invalid or expired; sign in again');
+    return signedIn((await getUser(challenge.userId))!, meta);
+  }
+
+  /** A 2FA code check for enable/disable, limited per account and address like the login step. */
+  function limitTwoFactor(userId: string, meta: RequestMeta) {
+    enforceAll(limits.twofa, [`ip:${meta.address}`, `user:${userId}`], 'too many attempts; try again later');
+  }
+
+  async function me(userId: string) {
+    const [row] = await db.select().from(users).where(eq(users.id, userId)).limit(1);
+    if (!row) throw new AppError('unauthorized', 'account not found');
+    return {
+      id: row.id,
+      email: row.email,
+      phone: row.phone,
+      is_admin: row.isAdmin,
+      two_factor_enabled: row.totpSecret !== null,
+      created_at: row.createdAt.toISOString(),
     };
-    await db.insert(apiKeys).values(row);
-    return { id: row.id, key, prefix: row.prefix, name, created_at: row.createdAt.toISOString(), last_used_at: null };
+  }
+
+  async function listSessions(userId: string, currentSessionId: string | null) {
+    const rows = await db
+      .select()
+      .from(sessions)
+      .where(and(eq(sessions.userId, userId), gt(sessions.expiresAt, ctx.clock.now())))
+      .orderBy(desc(sessions.createdAt), desc(sessions.id));
+    return rows.map((r) => ({
+      id: r.id,
+      created_at: r.createdAt.toISOString(),
+      expires_at: r.expiresAt.toISOString(),
+      user_agent: r.userAgent,
+      ip: r.ip,
+      current: r.id === currentSessionId,
+    }));
+  }
+
+  /** Ends one of the caller's sessions; sessions are never cached, so it takes effect at once everywhere. */
+  async function deleteSession(userId: string, sessionId: string): Promise<void> {
+    const deleted = await db
+      .delete(sessions)
+      .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
+      .returning({ id: sessions.id });
+    if (deleted.length === 0) throw new AppError('not_found', 'session not found');
   }
 
   const resolver: CallerResolver = {
@@ -78,16 +219,7 @@ export function createAccountsService(ctx: AppContext) {
       if (!row) return null;
       return { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'session', sessionId: row.sessionId, keyId: null } satisfies Caller;
     },
-    async callerForKey(key) {
-      const [row] = await db
-        .select({ keyId: apiKeys.id, site: apiKeys.site, userId: users.id, email: users.email, isAdmin: users.isAdmin })
-        .from(apiKeys)
-        .innerJoin(users, eq(users.id, apiKeys.userId))
-        .where(and(eq(apiKeys.keyHash, sha256Hex(key)), isNull(apiKeys.revokedAt)))
-        .limit(1);
-      if (!row || row.site !== ctx.config.site) return null;
-      return { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.keyId } satisfies Caller;
-    },
+    callerForKey: keys.callerForKey,
   };
 
   async function getUser(userId: string): Promise<UserView | null> {
@@ -105,7 +237,31 @@ export function createAccountsService(ctx: AppContext) {
     return new Map(rows.map((r) => [r.id, r.email]));
   }
 
-  return { createUser, createSession, createApiKey, getUser, emailsOf, resolver, verifyPassword: verify };
+  return {
+    createUser,
+    createSession,
+    getUser,
+    emailsOf,
+    resolver,
+    register,
+    login,
+    verifyChallenge,
+    me,
+    listSessions,
+    deleteSession,
+    createApiKey: keys.createApiKey,
+    listApiKeys: keys.listApiKeys,
+    revokeApiKey: keys.revokeApiKey,
+    setupTwoFactor: twoFactor.setup,
+    async enableTwoFactor(userId: string, code: string, meta: RequestMeta) {
+      limitTwoFactor(userId, meta);
+      return twoFactor.enable(userId, code);
+    },
+    async disableTwoFactor(userId: string, code: string, meta: RequestMeta) {
+      limitTwoFactor(userId, meta);
+      return twoFactor.disable(userId, code);
+    },
+  };
 }
 
 export type AccountsService = ReturnType<typeof createAccountsService>;

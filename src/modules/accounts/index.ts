@@ -2,3 +2,4 @@ export { createAccountsService, type AccountsService, type UserView } from './ac
 /** Named rate limiters for other modules: `namedLimiter(ctx, 'download').enforce(key)`. */
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';
+export { accountsRoutes } from './accounts.routes';

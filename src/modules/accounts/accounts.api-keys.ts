@@ -1,0 +1,147 @@
+/**
+ * API keys (DECISIONS §3): `bfvk-` + 40 base62 characters, shown once, stored as SHA-256, scoped
+ * to the site that issued them.
+ *
+ * Verified keys are cached in memory so the gateway does no database read per request. A revoke
+ * sends NOTIFY on REVOKE_CHANNEL inside the revoking transaction; every process sharing the
+ * database LISTENs and drops the key at once. The cache only fills while this process is
+ * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
+ * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
+ */
+import { and, desc, eq, isNull, or, lt } from 'drizzle-orm';
+import type { AppContext } from '../../platform/context';
+import { sha256Hex } from '../../platform/crypto';
+import { AppError } from '../../platform/errors';
+import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';
+import { newId, randomBase62 } from '../../platform/ids';
+import { apiKeys, users } from './accounts.tables';
+
+export const REVOKE_CHANNEL = 'cpd_api_key_revoked';
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX = 10_000;
+const LAST_USED_EVERY_MS = 60_000;
+/** How long a revoke waits to hear its own NOTIFY back (by then every listener has been sent it). */
+const ECHO_WAIT_MS = 2_000;
+
+export interface ApiKeyView {
+  id: string;
+  prefix: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export function createApiKeyStore(ctx: AppContext) {
+  const { db } = ctx.database;
+  const cache = new Map<string, { caller: Caller; at: number }>();
+  const lastUsedWritten = new Map<string, number>();
+  const echoWaiters = new Map<string, Array<() => void>>();
+  const pendingWrites = new Set<Promise<unknown>>();
+  let listening: Promise<void> | null = null;
+
+  function forget(keyId: string) {
+    for (const [hash, entry] of cache) if (entry.caller.keyId === keyId) cache.delete(hash);
+    lastUsedWritten.delete(keyId);
+    for (const wake of echoWaiters.get(keyId) ?? []) wake();
+    echoWaiters.delete(keyId);
+  }
+
+  /** LISTENs once per process (lazily: the CLI never needs it); unlistens at shutdown. */
+  function ensureListening(): Promise<void> {
+    listening ??= ctx.database.listen(REVOKE_CHANNEL, forget).then((unlisten) => {
+      ctx.onShutdown(async () => {
+        cache.clear();
+        await Promise.allSettled(pendingWrites);
+        await unlisten();
+      });
+    });
+    return listening;
+  }
+
+  async function createApiKey(userId: string, name: string) {
+    const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
+    const row = { id: newId('key'), userId, site: ctx.config.site, name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: ctx.clock.now() };
+    await db.insert(apiKeys).values(row);
+    return { id: row.id, key, prefix: row.prefix, name, created_at: row.createdAt.toISOString(), last_used_at: null as string | null };
+  }
+
+  async function listApiKeys(userId: string): Promise<ApiKeyView[]> {
+    const rows = await db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
+      .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+    return rows.map((r) => ({
+      id: r.id,
+      prefix: r.prefix,
+      name: r.name,
+      created_at: r.createdAt.toISOString(),
+      last_used_at: r.lastUsedAt?.toISOString() ?? null,
+    }));
+  }
+
+  /** Revokes the caller's own key; a missing, foreign or already revoked key is the same 404. */
+  async function revokeApiKey(userId: string, keyId: string): Promise<void> {
+    await ensureListening();
+    const heard = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ECHO_WAIT_MS);
+      echoWaiters.set(keyId, [...(echoWaiters.get(keyId) ?? []), () => (clearTimeout(timer), resolve())]);
+    });
+    const revoked = await db.transaction(async (tx) => {
+      const rows = await tx
+        .update(apiKeys)
+        .set({ revokedAt: ctx.clock.now() })
+        .where(and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id });
+      if (rows.length > 0) await ctx.database.notify(REVOKE_CHANNEL, keyId, tx);
+      return rows.length > 0;
+    });
+    if (!revoked) {
+      echoWaiters.delete(keyId);
+      throw new AppError('not_found', 'API key not found');
+    }
+    forget(keyId);
+    await heard;
+  }
+
+  async function callerForKey(key: string): Promise<Caller | null> {
+    if (key.length !== API_KEY_PREFIX.length + 40) return null;
+    await ensureListening();
+    const hash = sha256Hex(key);
+    const now = ctx.clock.now().getTime();
+    const cached = cache.get(hash);
+    let caller = cached && now - cached.at < CACHE_TTL_MS ? cached.caller : null;
+    if (!caller) {
+      const [row] = await db
+        .select({ keyId: apiKeys.id, site: apiKeys.site, userId: users.id, email: users.email, isAdmin: users.isAdmin })
+        .from(apiKeys)
+        .innerJoin(users, eq(users.id, apiKeys.userId))
+        .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
+        .limit(1);
+      // A key of the other site is refused like an unknown one (SPEC "Authentication" rule 3).
+      if (!row || row.site !== ctx.config.site) return null;
+      caller = { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.keyId };
+      if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+      cache.set(hash, { caller, at: now });
+    }
+    touch(caller.keyId!, now);
+    return caller;
+  }
+
+  /** Records use at most once a minute per key, off the request path. */
+  function touch(keyId: string, now: number) {
+    if (now - (lastUsedWritten.get(keyId) ?? -Infinity) < LAST_USED_EVERY_MS) return;
+    lastUsedWritten.set(keyId, now);
+    const at = new Date(now);
+    // The condition keeps other replicas from rewriting the row within the same minute.
+    const write = db
+      .update(apiKeys)
+      .set({ lastUsedAt: at })
+      .where(and(eq(apiKeys.id, keyId), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, new Date(now - LAST_USED_EVERY_MS)))))
+      .catch((err) => ctx.log.warn({ err, key_id: keyId }, 'could not record API key use'))
+      .finally(() => pendingWrites.delete(write));
+    pendingWrites.add(write);
+  }
+
+  return { createApiKey, listApiKeys, revokeApiKey, callerForKey };
+}

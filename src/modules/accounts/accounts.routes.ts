@@ -1,0 +1,115 @@
+/**
+ * /api/auth/* and /api/api-keys (DECISIONS §3). Handlers are thin: the service does the work;
+ * here we only read the client address, set the session cookie and pick the status.
+ */
+import { type Cookie, Elysia } from 'elysia';
+import type { Server } from 'bun';
+import type { Config } from '../../config';
+import { type authPlugin, SESSION_COOKIE } from '../../platform/http/auth';
+import { clientAddress } from '../../platform/http/client-address';
+import type { AccountsService, RequestMeta } from './accounts.service';
+import * as s from './accounts.schemas';
+
+export interface AccountsRoutesDeps {
+  accounts: AccountsService;
+  auth: ReturnType<typeof authPlugin>;
+  config: Config;
+}
+
+export const accountsRoutes = ({ accounts, auth, config }: AccountsRoutesDeps) => {
+  const meta = (request: Request, server: Server<unknown> | null): RequestMeta => ({
+    address: clientAddress(request, server, config.trustProxy),
+    userAgent: request.headers.get('user-agent'),
+  });
+  // The cookie lives as long as the session; Secure whenever the site is served over https.
+  const cookieOptions = {
+    httpOnly: true,
+    sameSite: 'lax',
+    path: '/',
+    secure: config.publicUrl.startsWith('https:'),
+    maxAge: Math.floor(config.sessionTtlMs / 1000),
+  } as const;
+  const setSessionCookie = (cookie: Record<string, Cookie<unknown>>, token: string) => cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions });
+  const clearSessionCookie = (cookie: Record<string, Cookie<unknown>>) => cookie[SESSION_COOKIE]!.set({ value: '', ...cookieOptions, maxAge: 0 });
+
+  return new Elysia({ name: 'cpd/accounts', detail: { tags: ['accounts'] } })
+    .use(auth)
+    .post(
+      '/api/auth/register',
+      async ({ body, request, server, cookie, set }) => {
+        const signedIn = await accounts.register(body, meta(request, server));
+        setSessionCookie(cookie, signedIn.token);
+        set.status = 201;
+        return signedIn;
+      },
+      { body: s.RegisterBody, response: { 201: s.SignedIn } },
+    )
+    .post(
+      '/api/auth/login',
+      async ({ body, request, server, cookie }) => {
+        const result = await accounts.login(body, meta(request, server));
+        if ('token' in result) setSessionCookie(cookie, result.token);
+        return result;
+      },
+      { body: s.LoginBody, response: { 200: s.LoginResponse } },
+    )
+    .post(
+      '/api/auth/2fa/verify',
+      async ({ body, request, server, cookie }) => {
+        const signedIn = await accounts.verifyChallenge(body, meta(request, server));
+        setSessionCookie(cookie, signedIn.token);
+        return signedIn;
+      },
+      { body: s.VerifyBody, response: { 200: s.SignedIn } },
+    )
+    .post('/api/auth/2fa/setup', ({ caller }) => accounts.setupTwoFactor(caller.userId), { auth: ['session'], response: { 200: s.TwoFactorSetup } })
+    .post('/api/auth/2fa/enable', ({ caller, body, request, server }) => accounts.enableTwoFactor(caller.userId, body.code, meta(request, server)), {
+      auth: ['session'],
+      body: s.CodeBody,
+      response: { 200: s.TwoFactorEnabled },
+    })
+    .post(
+      '/api/auth/2fa/disable',
+      async ({ caller, body, request, server, set }) => {
+        await accounts.disableTwoFactor(caller.userId, body.code, meta(request, server));
+        set.status = 204;
+      },
+      { auth: ['session'], body: s.CodeBody },
+    )
+    .get('/api/auth/me', ({ caller }) => accounts.me(caller.userId), { auth: ['session'], response: { 200: s.Me } })
+    .post(
+      '/api/auth/logout',
+      async ({ caller, cookie, set }) => {
+        await accounts.deleteSession(caller.userId, caller.sessionId!);
+        clearSessionCookie(cookie);
+        set.status = 204;
+      },
+      { auth: ['session'] },
+    )
+    .get('/api/auth/sessions', ({ caller }) => accounts.listSessions(caller.userId, caller.sessionId), { auth: ['session'], response: { 200: s.SessionList } })
+    .delete(
+      '/api/auth/sessions/:id',
+      async ({ caller, params, set }) => {
+        await accounts.deleteSession(caller.userId, params.id);
+        set.status = 204;
+      },
+      { auth: ['session'], params: s.IdParams },
+    )
+    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId), { auth: ['session'], response: { 200: s.ApiKeyList } })
+    .post(
+      '/api/api-keys',
+      async ({ caller, body, set }) => {
+        set.status = 201;
+        return accounts.createApiKey(caller.userId, body.name);
+      },
+      { auth: ['session'], body: s.ApiKeyBody, response: { 201: s.CreatedApiKey } },
+    )
+    .delete(
+      '/api/api-keys/:id',
+      async ({ caller, params, set }) => {
+        await accounts.revokeApiKey(caller.userId, params.id);
+        set.status = 204;
+      },
+      { auth: ['session'], params: s.IdParams },
+    );
+};
