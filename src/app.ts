@@ -7,6 +7,7 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { createSiteService, siteRoutes } from './modules/site';
 import { createPricingService, pricingRoutes } from './modules/pricing';
+import { createReleasesService, releasesRoutes } from './modules/releases';
 import type { AppContext } from './platform/context';
 import { authPlugin } from './platform/http/auth';
 import { errorPlugin } from './platform/http/errors';
@@ -19,6 +20,8 @@ export async function buildApp(ctx: AppContext) {
   const auth = authPlugin(accounts.resolver);
   const pricing = createPricingService(ctx);
   await pricing.load();
+  const releases = createReleasesService(ctx);
+  site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
@@ -33,9 +36,10 @@ export async function buildApp(ctx: AppContext) {
     .use(auth)
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
-    .use(pricingRoutes({ auth, pricing }));
+    .use(pricingRoutes({ auth, pricing }))
+    .use(releasesRoutes(releases));
 
-  const services = { accounts, site, pricing };
+  const services = { accounts, site, pricing, releases };
   return { app, services };
 }
 
