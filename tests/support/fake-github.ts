@@ -143,18 +143,21 @@ export function startFakeGitHub(init: { releases: Record<string, FakeRepo>; asse
     };
   }
 
-  const gh: FakeGitHub = Object.assign(startServer((req, path, origin) => {
-    const asset = serveAsset(gh.assets, path);
-    if (asset) return asset;
-    const m = /^\/repos\/([^/]+\/[^/]+)\/releases\/(latest|tags\/(.+))$/.exec(path);
-    const repo = m ? gh.releases[m[1]!] : undefined;
-    if (!m || !repo) return notFound();
-    const rateHeaders = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59', 'x-ratelimit-reset': '4102444800' };
-    if (m[2] === 'latest') return repo.latest ? json(githubRelease(m[1]!, repo.latest, origin, 1), req, rateHeaders) : notFound();
-    const tag = m[3]!;
-    const tagged = repo.byTag?.[tag] ?? (repo.latest?.tag_name === tag ? repo.latest : undefined);
-    return tagged ? json(githubRelease(m[1]!, tagged, origin, 2), req, rateHeaders) : notFound();
-  }), { releases: init.releases, assets: init.assets ?? {} });
+  const gh: FakeGitHub = Object.assign(
+    startServer((req, path, origin) => {
+      const asset = serveAsset(gh.assets, path);
+      if (asset) return asset;
+      const m = /^\/repos\/([^/]+\/[^/]+)\/releases\/(latest|tags\/(.+))$/.exec(path);
+      const repo = m ? gh.releases[m[1]!] : undefined;
+      if (!m || !repo) return notFound();
+      const rateHeaders = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59', 'x-ratelimit-reset': '4102444800' };
+      if (m[2] === 'latest') return repo.latest ? json(githubRelease(m[1]!, repo.latest, origin, 1), req, rateHeaders) : notFound();
+      const tag = m[3]!;
+      const tagged = repo.byTag?.[tag] ?? (repo.latest?.tag_name === tag ? repo.latest : undefined);
+      return tagged ? json(githubRelease(m[1]!, tagged, origin, 2), req, rateHeaders) : notFound();
+    }),
+    { releases: init.releases, assets: init.assets ?? {} },
+  );
   return gh;
 }
 
@@ -165,13 +168,19 @@ export interface FakeMirror extends FakeServer {
 }
 
 /** RELEASE_MIRROR_URL: serves `/{component}/{file}` documents and asset bytes. */
-export function startFakeMirror(init: { files: Record<string, Record<string, unknown>>; assets?: Record<string, Uint8Array | string> }): FakeMirror {
-  const mirror: FakeMirror = Object.assign(startServer((req, path) => {
-    const asset = serveAsset(mirror.assets, path);
-    if (asset) return asset;
-    const m = /^\/([^/]+)\/(.+)$/.exec(path);
-    const doc = m ? mirror.files[m[1]!]?.[m[2]!] : undefined;
-    return doc === undefined ? new Response('not found', { status: 404 }) : json(doc, req);
-  }), { files: init.files, assets: init.assets ?? {} });
+export function startFakeMirror(init: {
+  files: Record<string, Record<string, unknown>>;
+  assets?: Record<string, Uint8Array | string>;
+}): FakeMirror {
+  const mirror: FakeMirror = Object.assign(
+    startServer((req, path) => {
+      const asset = serveAsset(mirror.assets, path);
+      if (asset) return asset;
+      const m = /^\/([^/]+)\/(.+)$/.exec(path);
+      const doc = m ? mirror.files[m[1]!]?.[m[2]!] : undefined;
+      return doc === undefined ? new Response('not found', { status: 404 }) : json(doc, req);
+    }),
+    { files: init.files, assets: init.assets ?? {} },
+  );
   return mirror;
 }

@@ -43,7 +43,12 @@ export function createReleaseCache(clock: Clock, log: Logger, times: CacheTimes)
   const inflight = new Map<string, Promise<CachedRelease>>();
   const now = () => clock.now().getTime();
 
-  const view = (e: Entry, stale: boolean): CachedRelease => ({ release: e.release, etag: e.etag, verifiedAt: new Date(e.verifiedAt), stale });
+  const view = (e: Entry, stale: boolean): CachedRelease => ({
+    release: e.release,
+    etag: e.etag,
+    verifiedAt: new Date(e.verifiedAt),
+    stale,
+  });
   const servableStale = (e: Entry | undefined): e is Entry => e !== undefined && now() - e.verifiedAt <= times.staleMs;
 
   async function refresh(key: string, load: (etag: string | null) => Promise<SourceResult>): Promise<CachedRelease> {

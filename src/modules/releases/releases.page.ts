@@ -20,7 +20,8 @@ function componentSection({ component, release, error }: ComponentOverview): Saf
   if (!release)
     return html`<section id="${component}"><h2>${title}</h2><p class="unavailable">Release information is unavailable right now (${error}). Please try again later.</p></section>`;
   const rows = release.assets.map(
-    (a) => html`<tr><td><a href="${a.url}">${a.name}</a></td><td>${formatSize(a.size)}</td><td>${a.digest ? html`<code>${a.digest}</code>` : ''}</td></tr>`,
+    (a) =>
+      html`<tr><td><a href="${a.url}">${a.name}</a></td><td>${formatSize(a.size)}</td><td>${a.digest ? html`<code>${a.digest}</code>` : ''}</td></tr>`,
   );
   return html`<section id="${component}">
 <h2>${title} <code>${release.tag_name}</code>${release.prerelease ? ' (pre-release)' : ''}</h2>

@@ -38,7 +38,8 @@ function requireComponent(component: string): asserts component is Component {
 export function createReleasesService(ctx: AppContext, opts: ReleasesOptions = {}) {
   const { config, clock, log } = ctx;
   const sourceOptions = { clock, log, timeoutMs: opts.timeoutMs ?? 5_000, fetch: opts.fetch };
-  const source = opts.source ?? (config.releaseSource === 'github' ? githubSource(config, sourceOptions) : mirrorSource(config, sourceOptions));
+  const source =
+    opts.source ?? (config.releaseSource === 'github' ? githubSource(config, sourceOptions) : mirrorSource(config, sourceOptions));
   if (source.kind === 'mirror' && !config.releaseMirrorUrl && !opts.source)
     log.warn('RELEASE_SOURCE is mirror but RELEASE_MIRROR_URL is not set: release endpoints will answer 502');
   const cache = createReleaseCache(clock, log, {

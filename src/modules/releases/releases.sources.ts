@@ -72,11 +72,19 @@ function check<T extends TSchema>(schema: T, body: unknown, label: string): asse
 }
 
 /** Normalises what both sources share: http(s) URLs only, ISO timestamps, this component's assets. */
-function toRelease(component: Component, raw: Omit<Release, 'name' | 'assets'> & { name?: string | null; assets: Array<Omit<ReleaseAsset, 'digest'> & { digest?: string | null }> }, label: string): Release {
+function toRelease(
+  component: Component,
+  raw: Omit<Release, 'name' | 'assets'> & {
+    name?: string | null;
+    assets: Array<Omit<ReleaseAsset, 'digest'> & { digest?: string | null }>;
+  },
+  label: string,
+): Release {
   const published = new Date(raw.published_at);
   if (Number.isNaN(published.getTime())) throw new AppError('upstream', `${label}: malformed release (published_at is not a timestamp)`);
   const assets = raw.assets.map((a) => {
-    if (!/^https?:\/\//i.test(a.url) || !URL.canParse(a.url)) throw new AppError('upstream', `${label}: malformed release (asset url ${a.name})`);
+    if (!/^https?:\/\//i.test(a.url) || !URL.canParse(a.url))
+      throw new AppError('upstream', `${label}: malformed release (asset url ${a.name})`);
     const asset: ReleaseAsset = { name: a.name, url: a.url, size: a.size, content_type: a.content_type };
     if (typeof a.digest === 'string' && a.digest !== '') asset.digest = a.digest;
     return asset;
@@ -109,7 +117,10 @@ export function githubSource(config: Pick<Config, 'githubApiUrl' | 'githubToken'
     if ((status === 403 || status === 429) && retryAfter > 0) blockedUntil = now + retryAfter * 1000;
     else if (remaining === '0' && reset > 0) blockedUntil = reset * 1000;
     if (remaining !== null && Number(remaining) < 10)
-      opts.log.warn({ upstream: label, remaining, reset: reset > 0 ? new Date(reset * 1000).toISOString() : undefined }, 'GitHub rate limit nearly spent');
+      opts.log.warn(
+        { upstream: label, remaining, reset: reset > 0 ? new Date(reset * 1000).toISOString() : undefined },
+        'GitHub rate limit nearly spent',
+      );
   }
 
   async function get(component: Component, path: string, etag: string | null, missing: 'upstream' | 'not_found'): Promise<SourceResult> {

@@ -45,7 +45,11 @@ export const agentRelease = (): FakeRelease => ({
   tag_name: 'v2.0.0',
   name: 'Agent 2',
   published_at: '2026-01-15T00:00:00Z',
-  assets: [...OSES.map((os) => `agent-cloud_2.0.0_${os}${os.startsWith('windows') ? '.exe' : ''}`), 'agent-cloud_2.0.0_checksums.txt', 'memo_2.0.0_macos.tar.gz'].map(asset),
+  assets: [
+    ...OSES.map((os) => `agent-cloud_2.0.0_${os}${os.startsWith('windows') ? '.exe' : ''}`),
+    'agent-cloud_2.0.0_checksums.txt',
+    'memo_2.0.0_macos.tar.gz',
+  ].map(asset),
 });
 
 export const memoRelease = (): FakeRelease => ({

@@ -26,7 +26,12 @@ describe('release endpoints from GitHub (intl)', () => {
     const engine = await t.request('GET', '/api/download/engine-latest');
     expect(engine.status).toBe(200);
     expect(Object.keys(engine.body).sort()).toEqual(RELEASE_KEYS);
-    expect(engine.body).toMatchObject({ tag_name: 'v1.4.0', name: 'Engine 1.4.0', prerelease: false, published_at: '2026-03-01T10:00:00.000Z' });
+    expect(engine.body).toMatchObject({
+      tag_name: 'v1.4.0',
+      name: 'Engine 1.4.0',
+      prerelease: false,
+      published_at: '2026-03-01T10:00:00.000Z',
+    });
     expect(engine.body.assets.map((a: { name: string }) => a.name).sort()).toEqual([...ENGINE_WANTED].sort());
     const [first] = engine.body.assets;
     expect(first).toEqual({
@@ -42,7 +47,9 @@ describe('release endpoints from GitHub (intl)', () => {
     const router = await t.request('GET', '/api/download/router-latest');
     expect(router.body).toMatchObject({ tag_name: 'v0.3.1', name: 'v0.3.1', prerelease: true });
     expect(router.body.assets).toHaveLength(8);
-    expect(router.body.assets.every((a: { name: string }) => /^(aria-router|libaria-router_ffi)_0\.3\.1_[a-z0-9_]+\.tar\.gz$/.test(a.name))).toBe(true);
+    expect(
+      router.body.assets.every((a: { name: string }) => /^(aria-router|libaria-router_ffi)_0\.3\.1_[a-z0-9_]+\.tar\.gz$/.test(a.name)),
+    ).toBe(true);
 
     const agent = await t.request('GET', '/api/download/agent-latest');
     expect(agent.body.assets.map((a: { name: string }) => a.name)).toEqual([
@@ -52,7 +59,12 @@ describe('release endpoints from GitHub (intl)', () => {
       'agent-cloud_2.0.0_windows_x86_64.exe',
     ]);
     const memo = await t.request('GET', '/api/download/memo-latest');
-    expect(memo.body.assets.map((a: { name: string }) => a.name)).toEqual(['memo_0.1.0_linux_x86_64.tar.gz', 'memo_0.1.0_linux_arm64.tar.gz', 'memo_0.1.0_macos.tar.gz', 'memo_0.1.0_windows_x86_64.tar.gz']);
+    expect(memo.body.assets.map((a: { name: string }) => a.name)).toEqual([
+      'memo_0.1.0_linux_x86_64.tar.gz',
+      'memo_0.1.0_linux_arm64.tar.gz',
+      'memo_0.1.0_macos.tar.gz',
+      'memo_0.1.0_windows_x86_64.tar.gz',
+    ]);
   });
 
   test('GitHub is asked politely: User-Agent, the GitHub media type, no token when none is configured', async () => {
@@ -70,6 +82,9 @@ describe('release endpoints from GitHub (intl)', () => {
     expect(again.status).toBe(304);
     expect(again.text).toBe('');
     expect(again.headers.get('etag')).toBe(etag);
+    expect(again.headers.get('x-request-id')).toBeTruthy();
+    expect(first.headers.get('x-request-id')).toBeTruthy();
+    expect(first.headers.get('content-type')).toBe('application/json; charset=utf-8');
     const weakInList = await t.request('GET', '/api/download/engine-latest', { headers: { 'if-none-match': `"other", W/${etag}` } });
     expect(weakInList.status).toBe(304);
     const other = await t.request('GET', '/api/download/engine-latest', { headers: { 'if-none-match': '"something-else"' } });
@@ -159,11 +174,19 @@ describe('release endpoints on the China site (mirror)', () => {
       name: `Release ${tag}`,
       prerelease: false,
       published_at: '2026-03-02T00:00:00Z',
-      assets: names.map((name) => ({ name, url: `https://mirror.example.cn/${name}`, size: 10, content_type: 'application/gzip', digest: `sha256:${'cd'.repeat(32)}` })),
+      assets: names.map((name) => ({
+        name,
+        url: `https://mirror.example.cn/${name}`,
+        size: 10,
+        content_type: 'application/gzip',
+        digest: `sha256:${'cd'.repeat(32)}`,
+      })),
     });
     mirror = startFakeMirror({
       files: {
-        engine: { 'latest.json': doc('v1.4.0', ['engine_1.4.0_linux_x86_64.tar.gz', 'libaria_ffi_1.4.0_linux_x86_64.tar.gz', 'SHA256SUMS']) },
+        engine: {
+          'latest.json': doc('v1.4.0', ['engine_1.4.0_linux_x86_64.tar.gz', 'libaria_ffi_1.4.0_linux_x86_64.tar.gz', 'SHA256SUMS']),
+        },
         router: { 'latest.json': doc('v0.3.1', ['aria-router_0.3.1_macos.tar.gz']) },
       },
     });
@@ -179,8 +202,20 @@ describe('release endpoints on the China site (mirror)', () => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(RELEASE_KEYS);
     expect(res.body.assets).toEqual([
-      { name: 'engine_1.4.0_linux_x86_64.tar.gz', url: 'https://mirror.example.cn/engine_1.4.0_linux_x86_64.tar.gz', size: 10, content_type: 'application/gzip', digest: `sha256:${'cd'.repeat(32)}` },
-      { name: 'libaria_ffi_1.4.0_linux_x86_64.tar.gz', url: 'https://mirror.example.cn/libaria_ffi_1.4.0_linux_x86_64.tar.gz', size: 10, content_type: 'application/gzip', digest: `sha256:${'cd'.repeat(32)}` },
+      {
+        name: 'engine_1.4.0_linux_x86_64.tar.gz',
+        url: 'https://mirror.example.cn/engine_1.4.0_linux_x86_64.tar.gz',
+        size: 10,
+        content_type: 'application/gzip',
+        digest: `sha256:${'cd'.repeat(32)}`,
+      },
+      {
+        name: 'libaria_ffi_1.4.0_linux_x86_64.tar.gz',
+        url: 'https://mirror.example.cn/libaria_ffi_1.4.0_linux_x86_64.tar.gz',
+        size: 10,
+        content_type: 'application/gzip',
+        digest: `sha256:${'cd'.repeat(32)}`,
+      },
     ]);
     expect(mirror.requests.map((r) => r.path)).toContain('/engine/latest.json');
   });
