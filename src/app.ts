@@ -5,10 +5,12 @@
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
+import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { createPricingService, pricingRoutes } from './modules/pricing';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import type { AppContext } from './platform/context';
+import { AppError } from './platform/errors';
 import { authPlugin } from './platform/http/auth';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
@@ -22,6 +24,14 @@ export async function buildApp(ctx: AppContext) {
   await pricing.load();
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
+  // Until the router module lands, agent turns fail with 503 instead of calling a model.
+  const agents = createAgentsService(ctx, {
+    models: {
+      streamChat() {
+        throw new AppError('unavailable', 'model router not available');
+      },
+    },
+  });
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
@@ -37,9 +47,10 @@ export async function buildApp(ctx: AppContext) {
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))
-    .use(releasesRoutes(releases));
+    .use(releasesRoutes(releases))
+    .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
-  const services = { accounts, site, pricing, releases };
+  const services = { accounts, site, pricing, releases, agents };
   return { app, services };
 }
 
