@@ -81,6 +81,11 @@ describe('upstream faults: 502 on a cold cache, the stale copy on a warm one, ne
     ['403 (rate limit or forbidden)', () => Response.json({ message: 'Forbidden' }, { status: 403 }), /rate limited or forbidden \(403\)/],
     ['429', () => Response.json({ message: 'slow down' }, { status: 429 }), /rate limited or forbidden \(429\)/],
     ['a hang past the timeout', () => gh.hang(), /no answer within 200 ms/],
+    [
+      'a body that stops half way',
+      () => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"tag_name":')) }), { headers: { 'content-type': 'application/json' } }),
+      /no answer within 200 ms/,
+    ],
   ];
 
   for (const [what, answer, message] of faults) {
