@@ -22,7 +22,7 @@ export interface UserView {
 
 /** Who is asking, for rate limits and the session list. */
 export interface RequestMeta {
-  address: string;
+  address: string | null;
   userAgent?: string | null;
 }
 

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, lt, or } from 'drizzle-orm';
-import { generateSecret, generateURI, TOTP } from 'otplib';
+import { generateSecret, generateURI, NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
@@ -14,7 +14,7 @@ import { newId } from '../../platform/ids';
 import { recoveryCodes, users } from './accounts.tables';
 
 const RECOVERY_CODE_COUNT = 10;
-const totp = new TOTP();
+const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
 const TOTP_CODE = /^\d{6}$/;
 
 /** `a1b2c-d3e4f`: 40 random bits each, one-time and rate limited. */

@@ -68,7 +68,7 @@ export const namedLimits = {
   /** Login attempts, per identifier and per client address; a successful login is refunded. */
   login: { capacity: 10, refillPerSec: 10 / 60 },
   /** Registrations, per email and per client address. */
-  register: { capacity: 5, refillPerSec: 5 / 3600 },
+  register: { capacity: 10, refillPerSec: 10 / 3600 },
   /** 2FA code attempts (verify, enable, disable), per challenge or account and per client address. */
   twofa: { capacity: 10, refillPerSec: 10 / 60 },
   /** Model downloads, per credential (session user or API key). */
