@@ -5,6 +5,7 @@ import m2 from '../../../migrations/0002_billing_ledger_payments.sql' with { typ
 import m3 from '../../../migrations/0003_accounts_2fa.sql' with { type: 'text' };
 import m4 from '../../../migrations/0004_agents_tables.sql' with { type: 'text' };
 import m5 from '../../../migrations/0005_router_usage.sql' with { type: 'text' };
+import m6 from '../../../migrations/0006_registry_models.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -14,4 +15,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0003_accounts_2fa', sql: m3 },
   { name: '0004_agents_tables', sql: m4 },
   { name: '0005_router_usage', sql: m5 },
+  { name: '0006_registry_models', sql: m6 },
 ];
