@@ -29,11 +29,16 @@ export async function principalOf(request: Request, cloudKey: string | null, res
   return { ownerId: null, caller: null };
 }
 
-export const agentAuthPlugin = (cloudKey: string | null, resolver: CallerResolver) =>
-  new Elysia({ name: 'cpd/agents-auth' }).macro({
+export const agentAuthPlugin = (cloudKey: string | null, resolver: CallerResolver) => {
+  // Checked in `transform`, which runs before body validation, so a request without a valid key
+  // is 401 whatever its body; `resolve` (after validation) hands the result to the handler.
+  const principals = new WeakMap<Request, Principal>();
+  return new Elysia({ name: 'cpd/agents-auth' }).macro({
     agentAuth: (_on: true) => ({
-      async resolve({ request }) {
-        return { principal: await principalOf(request, cloudKey, resolver) };
+      async transform({ request }) {
+        principals.set(request, await principalOf(request, cloudKey, resolver));
       },
+      resolve: ({ request }) => ({ principal: principals.get(request)! }),
     }),
   });
+};
