@@ -27,36 +27,25 @@ export const ReleaseSchema = t.Object({
 export type ReleaseAsset = Static<typeof ReleaseAssetSchema>;
 export type Release = Static<typeof ReleaseSchema>;
 
-/** The fields we read from GitHub's REST release object (name and digest may be null there). */
+// What both upstream shapes share; GitHub and mirrors may give null for `name` and `digest`.
+const upstreamAsset = {
+  name: t.String({ minLength: 1 }),
+  size: t.Integer({ minimum: 0 }),
+  content_type: t.String(),
+  digest: t.Optional(t.Union([t.String(), t.Null()])),
+};
+const upstreamRelease = { tag_name: t.String({ minLength: 1 }), prerelease: t.Boolean(), published_at: t.String() };
+
+/** The fields we read from GitHub's REST release object. */
 export const GitHubReleaseSchema = t.Object({
-  tag_name: t.String({ minLength: 1 }),
+  ...upstreamRelease,
   name: t.Union([t.String(), t.Null()]),
-  prerelease: t.Boolean(),
-  published_at: t.String(),
-  assets: t.Array(
-    t.Object({
-      name: t.String({ minLength: 1 }),
-      browser_download_url: t.String(),
-      size: t.Integer({ minimum: 0 }),
-      content_type: t.String(),
-      digest: t.Optional(t.Union([t.String(), t.Null()])),
-    }),
-  ),
+  assets: t.Array(t.Object({ ...upstreamAsset, browser_download_url: t.String() })),
 });
 
-/** A mirror's `{component}/latest.json`: the release shape itself, tolerant of null name/digest. */
+/** A mirror's `{component}/latest.json` (or `{tag}.json`): the release shape itself. */
 export const MirrorReleaseSchema = t.Object({
-  tag_name: t.String({ minLength: 1 }),
+  ...upstreamRelease,
   name: t.Optional(t.Union([t.String(), t.Null()])),
-  prerelease: t.Boolean(),
-  published_at: t.String(),
-  assets: t.Array(
-    t.Object({
-      name: t.String({ minLength: 1 }),
-      url: t.String(),
-      size: t.Integer({ minimum: 0 }),
-      content_type: t.String(),
-      digest: t.Optional(t.Union([t.String(), t.Null()])),
-    }),
-  ),
+  assets: t.Array(t.Object({ ...upstreamAsset, url: t.String() })),
 });

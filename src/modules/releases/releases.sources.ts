@@ -4,7 +4,7 @@
  * bounded by a timeout; every failure becomes AppError('upstream'), never a crash.
  */
 import { Value } from '@sinclair/typebox/value';
-import type { TSchema } from 'elysia';
+import type { Static, TSchema } from 'elysia';
 import type { Config } from '../../config';
 import type { Clock } from '../../platform/clock';
 import { AppError } from '../../platform/errors';
@@ -65,21 +65,14 @@ async function getJson(url: string, headers: Record<string, string>, label: stri
   }
 }
 
-function check<T extends TSchema>(schema: T, body: unknown, label: string): asserts body is import('elysia').Static<T> {
+function check<T extends TSchema>(schema: T, body: unknown, label: string): asserts body is Static<T> {
   if (Value.Check(schema, body)) return;
   const first = Value.Errors(schema, body).First();
   throw new AppError('upstream', `${label}: malformed release (${first ? `${first.path || '/'}: ${first.message}` : 'unexpected shape'})`);
 }
 
 /** Normalises what both sources share: http(s) URLs only, ISO timestamps, this component's assets. */
-function toRelease(
-  component: Component,
-  raw: Omit<Release, 'name' | 'assets'> & {
-    name?: string | null;
-    assets: Array<Omit<ReleaseAsset, 'digest'> & { digest?: string | null }>;
-  },
-  label: string,
-): Release {
+function toRelease(component: Component, raw: Static<typeof MirrorReleaseSchema>, label: string): Release {
   const published = new Date(raw.published_at);
   if (Number.isNaN(published.getTime())) throw new AppError('upstream', `${label}: malformed release (published_at is not a timestamp)`);
   const assets = raw.assets.map((a) => {

@@ -83,7 +83,10 @@ describe('upstream faults: 502 on a cold cache, the stale copy on a warm one, ne
     ['a hang past the timeout', () => gh.hang(), /no answer within 200 ms/],
     [
       'a body that stops half way',
-      () => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"tag_name":')) }), { headers: { 'content-type': 'application/json' } }),
+      () =>
+        new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"tag_name":')) }), {
+          headers: { 'content-type': 'application/json' },
+        }),
       /no answer within 200 ms/,
     ],
   ];
