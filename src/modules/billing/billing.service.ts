@@ -1,0 +1,77 @@
+/**
+ * The billing service other modules use (through index.ts): debits for usage, credits, balances
+ * and a cross-process balance-change signal. Payments, invoices and receipts hang off it.
+ */
+import type { AppContext } from '../../platform/context';
+import type { DbOrTx } from '../../platform/db';
+import { AppError } from '../../platform/errors';
+import { createLedger, WALLET_CHANNEL } from './ledger';
+
+export interface DebitUsageInput {
+  userId: string;
+  /** Positive cost in micro-units; it is recorded as a negative `usage` amount. */
+  amountMicros: bigint;
+  /** Idempotency reference (for example the gateway request id): a replay debits nothing. */
+  reference: string;
+  description: string;
+}
+
+export interface CreditInput {
+  userId: string;
+  type: 'topup' | 'adjustment';
+  /** Signed micro-units: an adjustment may be negative, a top-up must be positive. */
+  amountMicros: bigint;
+  reference: string;
+  description: string;
+}
+
+export function createBillingService(ctx: AppContext) {
+  const ledger = createLedger(ctx);
+  const balanceListeners = new Set<(userId: string) => void>();
+  let listening: Promise<void> | null = null;
+
+  function startListening(): Promise<void> {
+    listening ??= ctx.database
+      .listen(WALLET_CHANNEL, (userId) => {
+        for (const listener of balanceListeners) {
+          try {
+            listener(userId);
+          } catch (err) {
+            ctx.log.error({ err }, 'balance listener failed');
+          }
+        }
+      })
+      .then((unlisten) => ctx.onShutdown(unlisten));
+    return listening;
+  }
+
+  return {
+    ledger,
+
+    /**
+     * Records a `usage` debit in the caller's transaction (or on its own when given the db).
+     * Idempotent on `reference`; may take the balance below zero (delivered tokens are billed).
+     */
+    async debitUsage(on: DbOrTx, input: DebitUsageInput): Promise<{ transactionId: string; balanceMicros: bigint }> {
+      if (input.amountMicros < 0n) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
+      const r = await ledger.apply(on, { ...input, type: 'usage', amountMicros: -input.amountMicros });
+      return { transactionId: r.transactionId, balanceMicros: r.balanceMicros };
+    },
+
+    /** A top-up or adjustment, idempotent on `reference`; `applied` is false on a replay. */
+    async credit(on: DbOrTx, input: CreditInput) {
+      if (input.type === 'topup' && input.amountMicros <= 0n) throw new AppError('invalid', 'a top-up must be positive');
+      return ledger.apply(on, input);
+    },
+
+    getBalanceMicros: (userId: string): Promise<bigint> => ledger.balance(userId),
+
+    /** Called in this process whenever any process changes a wallet (NOTIFY 'cpd_wallet'). Resolves once listening. */
+    onBalanceChange(listener: (userId: string) => void): Promise<void> {
+      balanceListeners.add(listener);
+      return startListening();
+    },
+  };
+}
+
+export type BillingService = ReturnType<typeof createBillingService>;

@@ -1,0 +1,2 @@
+export { createBillingService, type BillingService, type CreditInput, type DebitUsageInput } from './billing.service';
+export { toMajor } from './money';

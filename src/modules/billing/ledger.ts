@@ -1,0 +1,143 @@
+/**
+ * The ledger: the only code that changes a balance. Each entry is ONE SQL statement that inserts
+ * the transaction (unique reference: a replay inserts nothing), upserts the wallet row (the row
+ * lock serialises writers of one wallet) and notifies 'cpd_wallet'. One statement is atomic on
+ * its own and joins the caller's transaction when given one, so balance == sum(transactions)
+ * holds under any concurrency.
+ */
+import { and, desc, eq, lt, or, sql } from 'drizzle-orm';
+import type { AppContext } from '../../platform/context';
+import type { DbOrTx } from '../../platform/db';
+import { AppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import { walletTransactions, wallets } from './billing.tables';
+import { decodeCursor, page } from './cursor';
+import { toMajor } from './money';
+
+export const WALLET_CHANNEL = 'cpd_wallet';
+
+export type TransactionType = 'topup' | 'usage' | 'adjustment';
+
+export interface LedgerEntry {
+  userId: string;
+  type: TransactionType;
+  /** Signed: credits positive, debits negative. */
+  amountMicros: bigint;
+  /** Idempotency reference, unique across the ledger: a replay returns the first entry. */
+  reference: string;
+  description: string;
+}
+
+export interface LedgerResult {
+  transactionId: string;
+  balanceMicros: bigint;
+  /** False when the reference had already been applied (nothing changed). */
+  applied: boolean;
+}
+
+export function createLedger(ctx: AppContext) {
+  const { database } = ctx;
+  const currency = ctx.config.currency;
+
+  async function apply(on: DbOrTx, entry: LedgerEntry): Promise<LedgerResult> {
+    const id = newId('txn');
+    const now = ctx.clock.now().toISOString();
+    const [row] = await database.query<{ id: string; balance: string }>(
+      sql`with ins as (
+            insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
+            values (${id}, ${entry.userId}, ${entry.type}, ${entry.amountMicros.toString()}::bigint, ${currency},
+                    ${entry.description}, ${entry.reference}, ${now}::timestamptz)
+            on conflict (reference) do nothing
+            returning id, user_id, amount_micros
+          ), upd as (
+            insert into wallets (user_id, currency, balance_micros, created_at, updated_at)
+            select user_id, ${currency}, amount_micros, ${now}::timestamptz, ${now}::timestamptz from ins
+            on conflict (user_id) do update
+              set balance_micros = wallets.balance_micros + excluded.balance_micros, updated_at = excluded.updated_at
+            returning balance_micros
+          )
+          select ins.id, upd.balance_micros::text as balance, pg_notify(${WALLET_CHANNEL}, ins.user_id)
+          from ins, upd`,
+      on,
+    );
+    if (row) return { transactionId: row.id, balanceMicros: BigInt(row.balance), applied: true };
+    return replayed(on, entry);
+  }
+
+  /** The reference was applied before: answer the first entry, refuse a reuse by another wallet. */
+  async function replayed(on: DbOrTx, entry: LedgerEntry): Promise<LedgerResult> {
+    const [existing] = await on
+      .select({ id: walletTransactions.id, userId: walletTransactions.userId, amountMicros: walletTransactions.amountMicros })
+      .from(walletTransactions)
+      .where(eq(walletTransactions.reference, entry.reference));
+    if (!existing) throw new Error(`ledger entry ${entry.reference} neither inserted nor found`);
+    if (existing.userId !== entry.userId || existing.amountMicros !== entry.amountMicros)
+      throw new AppError('conflict', 'this reference was already used for a different ledger entry');
+    return { transactionId: existing.id, balanceMicros: await balanceOn(on, entry.userId), applied: false };
+  }
+
+  async function balanceOn(on: DbOrTx, userId: string): Promise<bigint> {
+    const [w] = await on.select({ b: wallets.balanceMicros }).from(wallets).where(eq(wallets.userId, userId));
+    return w?.b ?? 0n;
+  }
+
+  async function wallet(userId: string) {
+    const [w] = await database.db.select().from(wallets).where(eq(wallets.userId, userId));
+    return { balance: toMajor(w?.balanceMicros ?? 0n), currency, updated_at: w?.updatedAt.toISOString() ?? null };
+  }
+
+  async function listTransactions(userId: string, query: { limit: number; cursor?: string }) {
+    const after = decodeCursor(query.cursor);
+    const rows = await database.db
+      .select()
+      .from(walletTransactions)
+      .where(
+        and(
+          eq(walletTransactions.userId, userId),
+          after
+            ? or(
+                lt(walletTransactions.createdAt, after.createdAt),
+                and(eq(walletTransactions.createdAt, after.createdAt), lt(walletTransactions.id, after.id)),
+              )
+            : undefined,
+        ),
+      )
+      .orderBy(desc(walletTransactions.createdAt), desc(walletTransactions.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    return {
+      transactions: items.map((r) => ({
+        id: r.id,
+        type: r.type,
+        amount: toMajor(r.amountMicros),
+        currency: r.currency,
+        created_at: r.createdAt.toISOString(),
+        description: r.description,
+      })),
+      next_cursor: nextCursor,
+    };
+  }
+
+  /** Totals as positive magnitudes; month_usage is the current calendar month (UTC). */
+  async function summary(userId: string) {
+    const now = ctx.clock.now();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+    const [totals] = await database.query<{ topups: string; usage: string; month: string }>(
+      sql`select coalesce(sum(amount_micros) filter (where type = 'topup'), 0)::text as topups,
+                 coalesce(-sum(amount_micros) filter (where type = 'usage'), 0)::text as usage,
+                 coalesce(-sum(amount_micros) filter (where type = 'usage' and created_at >= ${monthStart}::timestamptz), 0)::text as month
+          from wallet_transactions where user_id = ${userId}`,
+    );
+    return {
+      balance: toMajor(await balanceOn(database.db, userId)),
+      currency,
+      total_topups: toMajor(BigInt(totals?.topups ?? '0')),
+      total_usage: toMajor(BigInt(totals?.usage ?? '0')),
+      month_usage: toMajor(BigInt(totals?.month ?? '0')),
+    };
+  }
+
+  return { apply, balance: (userId: string) => balanceOn(database.db, userId), wallet, listTransactions, summary };
+}
+
+export type Ledger = ReturnType<typeof createLedger>;

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { createBillingService } from '../../../src/modules/billing';
+import { createTestContext, type TestContext } from '../../support/app';
+import { DB_KINDS } from '../../support/db';
+
+async function ledgerSum(tc: TestContext, userId: string): Promise<bigint> {
+  const [r] = await tc.ctx.database.query<{ s: string }>(
+    sql`select coalesce(sum(amount_micros), 0)::text as s from wallet_transactions where user_id = ${userId}`,
+  );
+  return BigInt(r!.s);
+}
+
+for (const kind of DB_KINDS) {
+  describe(`ledger (${kind})`, () => {
+    let tc: TestContext;
+    let billing: ReturnType<typeof createBillingService>;
+    beforeAll(async () => {
+      tc = await createTestContext(kind);
+      billing = createBillingService(tc.ctx);
+    });
+    afterAll(() => tc.close());
+
+    test('a debit creates the wallet, may go below zero, and is idempotent on its reference', async () => {
+      const first = await billing.debitUsage(tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
+      expect(first.balanceMicros).toBe(-1_500n);
+      const replay = await billing.debitUsage(tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
+      expect(replay).toEqual(first);
+      expect(await billing.getBalanceMicros('u1')).toBe(-1_500n);
+      expect(await ledgerSum(tc, 'u1')).toBe(-1_500n);
+    });
+
+    test("a debit joins the caller's transaction and rolls back with it", async () => {
+      await billing.credit(tc.ctx.database.db, { userId: 'u2', type: 'topup', amountMicros: 10_000_000n, reference: 'top-u2', description: 'top-up' });
+      await expect(
+        tc.ctx.database.db.transaction(async (tx) => {
+          await billing.debitUsage(tx, { userId: 'u2', amountMicros: 2_000_000n, reference: 'req-rollback', description: 'chat' });
+          // PGlite has one connection: a read outside the open transaction would wait for it.
+          if (kind === 'postgres') expect(await billing.getBalanceMicros('u2')).toBe(10_000_000n);
+          throw new Error('caller fails after the debit');
+        }),
+      ).rejects.toThrow('caller fails');
+      expect(await billing.getBalanceMicros('u2')).toBe(10_000_000n);
+      expect(await ledgerSum(tc, 'u2')).toBe(10_000_000n);
+    });
+
+    test('reusing a reference for a different entry is a conflict, not a silent replay', async () => {
+      await expect(
+        billing.debitUsage(tc.ctx.database.db, { userId: 'u3', amountMicros: 1n, reference: 'req-1', description: 'x' }),
+      ).rejects.toMatchObject({ kind: 'conflict' });
+      expect(await billing.getBalanceMicros('u3')).toBe(0n);
+    });
+
+    test('a top-up must be positive', async () => {
+      await expect(
+        billing.credit(tc.ctx.database.db, { userId: 'u3', type: 'topup', amountMicros: 0n, reference: 'zero', description: 'x' }),
+      ).rejects.toMatchObject({ kind: 'invalid' });
+    });
+
+    test('onBalanceChange fires for a change made by another service instance', async () => {
+      const seen: string[] = [];
+      await billing.onBalanceChange((userId) => seen.push(userId));
+      const other = createBillingService(tc.ctx);
+      await other.debitUsage(tc.ctx.database.db, { userId: 'u-notify', amountMicros: 1n, reference: 'req-notify', description: 'x' });
+      const deadline = Date.now() + 5_000;
+      while (!seen.includes('u-notify') && Date.now() < deadline) await Bun.sleep(10);
+      expect(seen).toContain('u-notify');
+    });
+  });
+}
+
+describe('ledger under concurrency (postgres)', () => {
+  let tc: TestContext;
+  let billing: ReturnType<typeof createBillingService>;
+  beforeAll(async () => {
+    tc = await createTestContext('postgres');
+    billing = createBillingService(tc.ctx);
+  });
+  afterAll(() => tc.close());
+
+  test('50 concurrent writers (with replays) keep balance == sum(transactions)', async () => {
+    const users = ['c1', 'c2', 'c3'];
+    const writes = Array.from({ length: 50 }, (_, i) => {
+      const k = i % 40; // i >= 40 replays an earlier reference
+      const userId = users[k % users.length]!;
+      const amount = BigInt(k * 1000 + 7);
+      return k < 20
+        ? billing.credit(tc.ctx.database.db, { userId, type: 'adjustment', amountMicros: amount, reference: `conc-${k}`, description: 'adj' })
+        : tc.ctx.database.db.transaction((tx) => billing.debitUsage(tx, { userId, amountMicros: amount, reference: `conc-${k}`, description: 'use' }));
+    });
+    await Promise.all(writes);
+    for (const u of users) expect(await billing.getBalanceMicros(u)).toBe(await ledgerSum(tc, u));
+    const [count] = await tc.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from wallet_transactions`);
+    expect(count!.n).toBe(40);
+    let expected = 0n;
+    for (let k = 0; k < 40; k++) expected += (k < 20 ? 1n : -1n) * BigInt(k * 1000 + 7);
+    let total = 0n;
+    for (const u of users) total += await billing.getBalanceMicros(u);
+    expect(total).toBe(expected);
+  });
+});
