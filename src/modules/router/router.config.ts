@@ -1,0 +1,69 @@
+/**
+ * Router settings read from the environment (ctx.config.env) at start-up. A bad value throws
+ * ConfigError, which stops `cpd serve` with one line naming the variable.
+ *
+ * ROUTES syntax: `name=strategy:model|model|…`, entries separated by `;`.
+ *   ROUTES='auto=fallback:llama-8b|qwen-7b;cheap=cheapest:llama-8b|qwen-7b;spread=least-loaded:a|b'
+ *   fallback      the models in the order given
+ *   cheapest      the lowest estimated cost for this request first (unpriced models skipped)
+ *   least-loaded  the model whose healthiest backend has the fewest requests in flight first
+ * Whatever the order, the router fails over to the next candidate before the first byte.
+ */
+import { ConfigError, parseDuration } from '../../config';
+
+export const STRATEGIES = ['fallback', 'cheapest', 'least-loaded'] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+export interface RouteDef {
+  name: string;
+  strategy: Strategy;
+  models: string[];
+}
+
+export interface RouterSettings {
+  routes: Map<string, RouteDef>;
+  probeIntervalMs: number;
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long a request at the edge of its user's balance waits for that user's in-flight requests to settle. */
+  admissionWaitMs: number;
+}
+
+const SLUG = /^[\w.:/-]+$/;
+
+export function parseRoutes(raw: string | null): Map<string, RouteDef> {
+  const routes = new Map<string, RouteDef>();
+  for (const entry of (raw ?? '').split(';').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^([^=\s]+)\s*=\s*([\w-]+)\s*:\s*(.+)$/.exec(entry);
+    if (!m) throw new ConfigError('ROUTES', `"${entry}" is not name=strategy:model|model (example: auto=fallback:a|b)`);
+    const [, name, strategy, list] = m as unknown as [string, string, string, string];
+    if (!(STRATEGIES as readonly string[]).includes(strategy))
+      throw new ConfigError('ROUTES', `"${strategy}" is not one of ${STRATEGIES.join(', ')}`);
+    const models = list.split('|').map((s) => s.trim());
+    if (models.some((s) => !SLUG.test(s))) throw new ConfigError('ROUTES', `"${list}" is not a |-separated list of model slugs`);
+    if (routes.has(name)) throw new ConfigError('ROUTES', `route "${name}" is defined twice`);
+    routes.set(name, { name, strategy: strategy as Strategy, models });
+  }
+  return routes;
+}
+
+export function routerSettings(config: { routes: string | null; modelBackends: Record<string, string[]>; env: Record<string, string | undefined> }): RouterSettings {
+  const env = (name: string, fallback: string) => {
+    const v = config.env[name];
+    return parseDuration(name, v === undefined || v === '' ? fallback : v);
+  };
+  const routes = parseRoutes(config.routes);
+  for (const name of routes.keys())
+    if (config.modelBackends[name]) throw new ConfigError('ROUTES', `route "${name}" has the name of a model in MODEL_BACKENDS`);
+  return {
+    routes,
+    probeIntervalMs: env('ROUTER_PROBE_INTERVAL', '10s'),
+    connectTimeoutMs: env('ROUTER_CONNECT_TIMEOUT', '5s'),
+    firstByteTimeoutMs: env('ROUTER_FIRST_BYTE_TIMEOUT', '60s'),
+    backoffBaseMs: env('ROUTER_BACKOFF', '1s'),
+    backoffMaxMs: env('ROUTER_BACKOFF_MAX', '30s'),
+    admissionWaitMs: env('ROUTER_ADMISSION_WAIT', '10s'),
+  };
+}

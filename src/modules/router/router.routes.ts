@@ -1,0 +1,19 @@
+import { Elysia } from 'elysia';
+import type { authPlugin } from '../../platform/http/auth';
+import type { createCostReport } from './router.cost';
+import { CostQuery, CostResponse } from './router.schemas';
+import type { RouterService } from './router.service';
+
+export const routerRoutes = (deps: { auth: ReturnType<typeof authPlugin>; router: RouterService; cost: ReturnType<typeof createCostReport> }) =>
+  new Elysia({ name: 'cpd/router' })
+    .use(deps.auth)
+    .get('/v1/router/cost', ({ caller, query }) => deps.cost(caller, query), {
+      auth: ['session', 'key'],
+      query: CostQuery,
+      response: { 200: CostResponse },
+      detail: { summary: 'Aggregated router cost in USD: own usage, or everyone\'s for an admin', tags: ['router'] },
+    })
+    .get('/api/admin/router/backends', () => ({ backends: deps.router.listBackends() }), {
+      auth: ['admin'],
+      detail: { summary: 'Router backends and their health', tags: ['router'] },
+    });

@@ -1,0 +1,42 @@
+/**
+ * Token counting for when the upstream reports no usage (and for aborted streams, whose final
+ * usage chunk never comes). Method: the o200k_base BPE (gpt-tokenizer, the GPT-4o encoding), with
+ * OpenAI's chat accounting: each message costs its text tokens plus 3, the reply is primed with
+ * 3 more; tool definitions count as their JSON. Upstream models use other tokenizers, so a count
+ * is an estimate within a few percent; upstream usage always wins when present.
+ */
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+
+const PER_MESSAGE = 3;
+const REPLY_PRIMING = 3;
+
+/** Text of an OpenAI content field: a string, or an array of parts whose text parts count. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let out = '';
+  for (const part of content) if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') out += (part as { text: string }).text;
+  return out;
+}
+
+export function countText(text: string): number {
+  return text ? countTokens(text) : 0;
+}
+
+export function countPromptTokens(body: Record<string, unknown>): number {
+  let n = REPLY_PRIMING;
+  for (const m of (body.messages as unknown[]) ?? []) {
+    if (!m || typeof m !== 'object') continue;
+    const msg = m as Record<string, unknown>;
+    n += PER_MESSAGE + countText(textOf(msg.content));
+    if (typeof msg.name === 'string') n += countText(msg.name);
+    if (Array.isArray(msg.tool_calls)) n += countText(JSON.stringify(msg.tool_calls));
+  }
+  if (Array.isArray(body.tools)) n += countText(JSON.stringify(body.tools));
+  return n;
+}
+
+/** Tokens of a completion message (text, and tool call names and arguments). */
+export function countCompletionTokens(text: string, toolCallText: string): number {
+  return countText(text) + countText(toolCallText);
+}

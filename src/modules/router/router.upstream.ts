@@ -1,0 +1,163 @@
+/**
+ * One attempt against one backend. Bun's fetch does not expose the TCP connect phase, so the
+ * bounds are: for a stream, the response headers within ROUTER_CONNECT_TIMEOUT (an OpenAI server
+ * answers a stream's headers as soon as it accepts it) and the first token within
+ * ROUTER_FIRST_BYTE_TIMEOUT; for a JSON completion, the whole answer within
+ * ROUTER_FIRST_BYTE_TIMEOUT (its headers come only with its body). Unreachable backends are also
+ * caught by the probe, which is bounded by the connect timeout.
+ */
+import type { EventSourceMessage } from 'eventsource-parser';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
+/** Why an attempt failed, and whether another backend may do better. */
+export class AttemptError extends Error {
+  constructor(
+    /** 'connect': no answer; 'upstream': an answer that is an error or garbage; 'invalid': the request itself is refused. */
+    readonly reason: 'connect' | 'upstream' | 'invalid' | 'aborted',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Chunk = Record<string, unknown>;
+
+/** A combined signal: the caller's (client disconnect) plus our own abort and timer. */
+export function attemptController(outer: AbortSignal | undefined) {
+  const ac = new AbortController();
+  let timer: Timer | undefined;
+  const onOuter = () => ac.abort(new AttemptError('aborted', 'client went away'));
+  if (outer?.aborted) onOuter();
+  else outer?.addEventListener('abort', onOuter, { once: true });
+  return {
+    signal: ac.signal,
+    arm(ms: number, what: string) {
+      clearTimeout(timer);
+      timer = setTimeout(() => ac.abort(new AttemptError('connect', `${what} timed out after ${ms} ms`)), ms);
+    },
+    disarm() {
+      clearTimeout(timer);
+    },
+    abort(reason: AttemptError) {
+      ac.abort(reason);
+    },
+    dispose() {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuter);
+    },
+  };
+}
+
+export type AttemptControl = ReturnType<typeof attemptController>;
+
+function failureOf(err: unknown, control: AttemptControl): AttemptError {
+  const reason = control.signal.reason;
+  if (control.signal.aborted && reason instanceof AttemptError) return reason;
+  if (err instanceof AttemptError) return err;
+  return new AttemptError('connect', (err as Error)?.message ?? String(err));
+}
+
+async function errorFromStatus(res: Response): Promise<AttemptError> {
+  let detail = '';
+  try {
+    const body = (await res.json()) as { error?: { message?: unknown } | string };
+    detail = typeof body.error === 'string' ? body.error : String(body.error?.message ?? '');
+  } catch {}
+  // 400/422: the request itself is wrong; no other backend would take it.
+  if (res.status === 400 || res.status === 422) return new AttemptError('invalid', detail || `upstream refused the request (${res.status})`);
+  return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
+}
+
+function post(url: string, payload: string, signal: AbortSignal) {
+  return fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal });
+}
+
+/** A JSON completion; throws AttemptError. */
+export async function completeOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  control.arm(firstByteTimeoutMs, 'upstream answer');
+  try {
+    const res = await post(url, payload, control.signal);
+    if (!res.ok) throw await errorFromStatus(res);
+    const text = await res.text();
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      throw new AttemptError('upstream', 'upstream answered something that is not JSON');
+    }
+    if (!data || typeof data !== 'object' || !Array.isArray((data as Chunk).choices))
+      throw new AttemptError('upstream', 'upstream answered JSON that is not a chat completion');
+    return data as Chunk;
+  } catch (err) {
+    throw failureOf(err, control);
+  } finally {
+    control.disarm();
+  }
+}
+
+/** True for a chunk that carries output (text, a tool call, a finish reason) or usage. */
+export function isMeaningful(chunk: Chunk): boolean {
+  if (chunk.usage) return true;
+  const choices = chunk.choices as Array<{ delta?: { content?: unknown; tool_calls?: unknown; refusal?: unknown }; finish_reason?: unknown }> | undefined;
+  if (!Array.isArray(choices)) return false;
+  return choices.some((c) => (typeof c.delta?.content === 'string' && c.delta.content !== '') || c.delta?.tool_calls || c.delta?.refusal || c.finish_reason);
+}
+
+export interface OpenedUpstream {
+  /** Chunks read so far (up to and including the first meaningful one). */
+  head: Chunk[];
+  /** The rest: parsed chunks until [DONE] or the end of the body. */
+  rest: AsyncIterator<Chunk>;
+}
+
+/**
+ * Opens a stream and reads up to the first meaningful chunk, so that a backend that fails before
+ * producing a token can be failed over. Throws AttemptError.
+ */
+export async function openStreamOnce(url: string, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
+  control.arm(timeouts.connectMs, 'upstream connect');
+  try {
+    const res = await post(url, payload, control.signal);
+    if (!res.ok) throw await errorFromStatus(res);
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      await res.body?.cancel().catch(() => {});
+      throw new AttemptError('upstream', 'upstream answered something that is not an event stream');
+    }
+    control.arm(timeouts.firstByteMs, 'upstream first token');
+    const events = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+    const rest = chunksOf(events.getReader());
+    const head: Chunk[] = [];
+    for (;;) {
+      const { value, done } = await rest.next();
+      if (done) throw new AttemptError('upstream', 'upstream stream ended before any token');
+      head.push(value);
+      if (isMeaningful(value)) break;
+    }
+    control.disarm();
+    return { head, rest };
+  } catch (err) {
+    control.disarm();
+    throw failureOf(err, control);
+  }
+}
+
+async function* chunksOf(reader: { read(): Promise<{ done: boolean; value?: EventSourceMessage }>; cancel(): Promise<void> }): AsyncGenerator<Chunk> {
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || !value) return;
+      if (value.data === '[DONE]') return;
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(value.data);
+      } catch {
+        throw new AttemptError('upstream', 'upstream sent an event that is not JSON');
+      }
+      if (!chunk || typeof chunk !== 'object') throw new AttemptError('upstream', 'upstream sent an event that is not a chunk');
+      if ((chunk as Chunk).error) throw new AttemptError('upstream', `upstream stream error: ${JSON.stringify((chunk as Chunk).error)}`);
+      yield chunk as Chunk;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * The usage writer. Usage rows are queued in process and written in batches: one database
+ * transaction per batch inserts the rows, upserts the hourly rollup and makes each row's wallet
+ * debit through billing.debitUsage (idempotent on `usage:<row id>`). A response never waits for the
+ * database; a full queue (maxQueue rows) makes new requests wait for room (backpressure), and
+ * close() — registered on ctx.onShutdown, after the listener stopped — drains everything.
+ * Writes lock wallets and rollup rows in sorted order so replicas cannot deadlock each other.
+ */
+import { sql } from 'drizzle-orm';
+import type { AppContext } from '../../platform/context';
+import type { DbOrTx } from '../../platform/db';
+import { routerUsage, routerUsageHourly } from './router.tables';
+
+export interface UsageRecord {
+  id: string;
+  createdAt: Date;
+  userId: string | null;
+  keyId: string | null;
+  entrypoint: string;
+  model: string;
+  backend: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: bigint;
+  costUsdMicros: bigint;
+  tokensCounted: boolean;
+  latencyMs: number;
+  status: number;
+  streamed: boolean;
+  aborted: boolean;
+  requestId: string | null;
+}
+
+interface Debitor {
+  debitUsage(on: DbOrTx, input: { userId: string; amountMicros: bigint; reference: string; description: string }): Promise<{ balanceMicros: bigint }>;
+}
+
+export interface UsageWriterOptions {
+  maxQueue?: number;
+  batchSize?: number;
+  /** How long close() keeps retrying a failing database before logging what it could not write. */
+  closeDeadlineMs?: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+export function createUsageWriter(
+  ctx: AppContext,
+  billing: Debitor,
+  onCommitted: (debits: Map<string, bigint>, balances: Map<string, bigint>) => void,
+  opts: UsageWriterOptions = {},
+) {
+  const maxQueue = opts.maxQueue ?? 10_000;
+  const batchSize = opts.batchSize ?? 256;
+  const { db } = ctx.database;
+  const currency = ctx.config.currency;
+  const queue: UsageRecord[] = [];
+  let roomWaiters: Array<() => void> = [];
+  let idleWaiters: Array<() => void> = [];
+  let running: Promise<void> | null = null;
+  let closing = false;
+  let closeDeadline = Number.POSITIVE_INFINITY;
+
+  async function writeBatch(batch: UsageRecord[]): Promise<Map<string, bigint>> {
+    return db.transaction(async (tx) => {
+      await tx.insert(routerUsage).values(batch.map((r) => ({ ...r, currency })));
+      const hours = new Map<string, typeof routerUsageHourly.$inferInsert>();
+      for (const r of batch) {
+        const hour = new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS);
+        const userId = r.userId ?? '';
+        const key = `${hour.toISOString()}\u0000${userId}\u0000${r.model}\u0000${r.entrypoint}`;
+        const row = hours.get(key) ?? { hour, userId, model: r.model, entrypoint: r.entrypoint, requests: 0n, tokens: 0n, costMicros: 0n, costUsdMicros: 0n };
+        row.requests! += 1n;
+        row.tokens! += BigInt(r.promptTokens + r.completionTokens);
+        row.costMicros! += r.costMicros;
+        row.costUsdMicros! += r.costUsdMicros;
+        hours.set(key, row);
+      }
+      const sortedKeys = [...hours.keys()].sort();
+      const h = routerUsageHourly;
+      await tx
+        .insert(h)
+        .values(sortedKeys.map((k) => hours.get(k)!))
+        .onConflictDoUpdate({
+          target: [h.hour, h.userId, h.model, h.entrypoint],
+          set: {
+            requests: sql`${h.requests} + excluded.requests`,
+            tokens: sql`${h.tokens} + excluded.tokens`,
+            costMicros: sql`${h.costMicros} + excluded.cost_micros`,
+            costUsdMicros: sql`${h.costUsdMicros} + excluded.cost_usd_micros`,
+          },
+        });
+      const balances = new Map<string, bigint>();
+      const billed = batch.filter((r) => r.userId && r.costMicros > 0n).sort((a, b) => (a.userId! < b.userId! ? -1 : a.userId! > b.userId! ? 1 : 0));
+      for (const r of billed) {
+        const { balanceMicros } = await billing.debitUsage(tx, {
+          userId: r.userId!,
+          amountMicros: r.costMicros,
+          reference: `usage:${r.id}`,
+          description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
+        });
+        balances.set(r.userId!, balanceMicros);
+      }
+      return balances;
+    });
+  }
+
+  function debitsOf(batch: UsageRecord[]): Map<string, bigint> {
+    const debits = new Map<string, bigint>();
+    for (const r of batch) if (r.userId) debits.set(r.userId, (debits.get(r.userId) ?? 0n) + r.costMicros);
+    return debits;
+  }
+
+  async function drain() {
+    let failures = 0;
+    while (queue.length) {
+      const batch = queue.slice(0, batchSize);
+      try {
+        // A batch that keeps failing is retried row by row, so one bad row cannot block the rest.
+        const balances = failures >= 3 && batch.length > 1 ? await writeOne(batch[0]!) : await writeBatch(batch);
+        const written = failures >= 3 && batch.length > 1 ? [batch[0]!] : batch;
+        queue.splice(0, written.length);
+        failures = 0;
+        onCommitted(debitsOf(written), balances);
+        wakeRoom();
+      } catch (err) {
+        failures++;
+        ctx.log.error({ err, rows: batch.length, failures }, 'usage write failed; retrying');
+        if (closing && Date.now() > closeDeadline) {
+          for (const r of queue.splice(0)) ctx.log.error({ msg: 'usage row not written', usage: { ...r, costMicros: String(r.costMicros), costUsdMicros: String(r.costUsdMicros) } });
+          break;
+        }
+        if (failures > 6 && batch.length === 1) {
+          ctx.log.error({ msg: 'usage row dropped after repeated failures', usage_id: batch[0]!.id });
+          queue.splice(0, 1);
+          continue;
+        }
+        await Bun.sleep(Math.min(5_000, 50 * 2 ** failures));
+      }
+    }
+  }
+
+  const writeOne = (r: UsageRecord) => writeBatch([r]);
+
+  function wakeRoom() {
+    if (queue.length >= maxQueue) return;
+    const w = roomWaiters;
+    roomWaiters = [];
+    for (const fn of w) fn();
+  }
+
+  function kick() {
+    running ??= drain().finally(() => {
+      running = null;
+      if (queue.length) kick();
+      else {
+        const w = idleWaiters;
+        idleWaiters = [];
+        for (const fn of w) fn();
+      }
+    });
+  }
+
+  return {
+    /** Queues a row; resolves at once unless the queue is full (then when there is room). */
+    async enqueue(record: UsageRecord): Promise<void> {
+      while (queue.length >= maxQueue) await new Promise<void>((r) => roomWaiters.push(r));
+      queue.push(record);
+      // Batch what arrives in the same tick: start writing on the next macrotask.
+      if (!running) setImmediate(kick);
+    },
+    /** Resolves when every row queued so far is committed. */
+    flush(): Promise<void> {
+      if (!queue.length && !running) return Promise.resolve();
+      return new Promise<void>((r) => {
+        idleWaiters.push(r);
+        kick();
+      });
+    },
+    /** Drains the queue (graceful stop); gives up on an unreachable database after closeDeadlineMs. */
+    async close() {
+      closing = true;
+      closeDeadline = Date.now() + (opts.closeDeadlineMs ?? 10_000);
+      await this.flush();
+    },
+    get queued() {
+      return queue.length;
+    },
+  };
+}
+
+export type UsageWriter = ReturnType<typeof createUsageWriter>;
