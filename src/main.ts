@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /** cpd: one executable per site. Dispatches argv to the cli/ commands. */
 import { ConfigError } from './config';
-import { UsageError } from './cli/args';
+import { FatalError, UsageError } from './cli/args';
 import { migrateCommand } from './cli/migrate';
 import { serveCommand } from './cli/serve';
 import { usersCommand } from './cli/users';
@@ -47,6 +47,10 @@ main(process.argv.slice(2)).catch((err) => {
   if (err instanceof UsageError) {
     process.stderr.write(`cpd: ${err.message.trim()}\n`);
     process.exit(2);
+  }
+  if (err instanceof FatalError) {
+    process.stderr.write(`cpd: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`cpd: ${(err as Error)?.stack ?? err}\n`);
   process.exit(1);

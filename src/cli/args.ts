@@ -2,6 +2,9 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 
 export class UsageError extends Error {}
 
+/** An operator-facing failure (database unreachable, port taken): printed as one line, exit 1. */
+export class FatalError extends Error {}
+
 type Options = NonNullable<ParseArgsConfig['options']>;
 export type ParsedCommand<T extends Options> = {
   values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string };

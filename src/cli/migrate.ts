@@ -1,20 +1,25 @@
 import { loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
-import { parseCommand } from './args';
+import { FatalError, parseCommand } from './args';
 
 const HELP = `
 Usage: cpd migrate
 
-Applies pending database migrations (embedded in the binary) under an advisory lock, then exits.
-Safe to run while other replicas start.
+Applies the pending database migrations embedded in this binary, then exits. Runs under a
+PostgreSQL advisory lock, so it is safe while replicas start or other \`cpd migrate\` run.
+Uses DATABASE_URL, or the embedded database in DATA_DIR/pg when it is unset.
 `;
 
 export async function migrateCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
-  const ctx = await createContext(loadConfig());
+  const ctx = await createContext(loadConfig()).catch((err) => {
+    throw new FatalError(`cannot open the database: ${(err as Error).message}`);
+  });
   try {
-    const applied = await migrate(ctx.database);
+    const applied = await migrate(ctx.database).catch((err) => {
+      throw new FatalError(`migrations failed: ${(err as Error).message}`);
+    });
     console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database is up to date');
   } finally {
     await ctx.shutdown();

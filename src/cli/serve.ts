@@ -2,26 +2,39 @@ import { buildApp } from '../app';
 import { loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
-import { parseCommand } from './args';
+import { FatalError, parseCommand } from './args';
 
 const HELP = `
 Usage: cpd serve
 
-Starts the HTTP server (API, gateway, router, agents, pages) for one site. Applies pending
-migrations first. Configuration comes from the environment; see README.md.
-Stops gracefully on SIGTERM or SIGINT: in-flight requests finish (up to SHUTDOWN_TIMEOUT, 10s).
+Starts the HTTP server for one site (API, gateway, router, agents, public pages) on HOST:PORT.
+Applies pending migrations first, under an advisory lock (replicas may start together).
+Configuration comes from the environment (see README.md, "Configuration").
+SIGTERM or SIGINT stops gracefully: no new connections, in-flight requests finish (at most
+10 s), the database is closed, exit 0.
 `;
 
-const SHUTDOWN_DEADLINE_MS = 10_000;
+/** How long in-flight requests may take after SIGTERM; systemd's TimeoutStopSec must be longer. */
+export const SHUTDOWN_DEADLINE_MS = 10_000;
 
 export async function serveCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
   const config = loadConfig();
-  const ctx = await createContext(config);
-  const applied = await migrate(ctx.database);
+  const ctx = await createContext(config).catch((err) => {
+    throw new FatalError(`cannot open the database: ${(err as Error).message}`);
+  });
+  const applied = await migrate(ctx.database).catch(async (err) => {
+    await ctx.shutdown();
+    throw new FatalError(`migrations failed: ${(err as Error).message}`);
+  });
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
   const { app } = await buildApp(ctx);
-  app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 64 * 1024 * 1024, idleTimeout: 120 });
+  try {
+    app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 64 * 1024 * 1024, idleTimeout: 120 });
+  } catch (err) {
+    await ctx.shutdown();
+    throw new FatalError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+  }
   const server = app.server!;
   ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 
@@ -31,11 +44,13 @@ export async function serveCommand(argv: string[]) {
     stopping = true;
     ctx.log.info({ msg: 'shutting down', signal });
     const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), SHUTDOWN_DEADLINE_MS).unref());
-    // stop(false): stop accepting, let in-flight requests finish.
+    // stop(false) closes the listener at once and resolves when the in-flight requests are done.
     if ((await Promise.race([server.stop(false).then(() => 'done' as const), deadline])) === 'timeout') {
       ctx.log.warn({ msg: 'shutdown deadline reached; closing open connections' });
       await server.stop(true);
     }
+    // Elysia runs after-response hooks (the access log) in setImmediate: let them run first.
+    await new Promise((r) => setImmediate(r));
     await ctx.shutdown();
     ctx.log.info({ msg: 'stopped' });
     process.exit(0);

@@ -109,6 +109,22 @@ async function createPglite(): Promise<TestDatabase> {
   return { database, url: null, drop: () => database.close() };
 }
 
+/** A new, empty PostgreSQL database (no migrations applied): for migration and binary tests. */
+export async function createEmptyPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `cpd_empty_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  await admin.end();
+  return {
+    url: `${PG_HOST_URL}/${name}`,
+    async drop() {
+      const a = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists "${name}" with (force)`);
+      await a.end();
+    },
+  };
+}
+
 export function createTestDatabase(kind: DbKind): Promise<TestDatabase> {
   return kind === 'postgres' ? createPostgres() : createPglite();
 }
