@@ -220,6 +220,13 @@ describe('release endpoints on the China site (mirror)', () => {
     expect(mirror.requests.map((r) => r.path)).toContain('/engine/latest.json');
   });
 
+  test('100 concurrent requests on a cold cache make one mirror request and all get the release', async () => {
+    const answers = await Promise.all(Array.from({ length: 100 }, () => t.request('GET', '/api/download/router-latest')));
+    expect(answers.every((a) => a.status === 200 && a.body.tag_name === 'v0.3.1')).toBe(true);
+    expect(new Set(answers.map((a) => a.headers.get('etag'))).size).toBe(1);
+    expect(mirror.requests.filter((r) => r.path === '/router/latest.json')).toHaveLength(1);
+  });
+
   test('a component missing from the mirror is a 502 on a cold cache', async () => {
     const res = await t.request('GET', '/api/download/memo-latest');
     expect(res.status).toBe(502);
