@@ -109,6 +109,9 @@ export function createApiKeyStore(ctx: AppContext) {
     await ensureListening();
     const hash = sha256Hex(key);
     const now = ctx.clock.now().getTime();
+    // One turn of the event loop first: a revoke NOTIFY already sitting on the LISTEN socket is
+    // processed before a cached key is trusted (setImmediate runs after pending I/O).
+    await new Promise((resolve) => setImmediate(resolve));
     const cached = cache.get(hash);
     let caller = cached && now - cached.at < CACHE_TTL_MS ? cached.caller : null;
     if (!caller) {
