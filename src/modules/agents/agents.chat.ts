@@ -20,13 +20,13 @@ export type ChatMessage =
   | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
 
-export interface ChatRequest {
+export type ChatRequest = {
   model: string;
   messages: ChatMessage[];
   tools?: Array<{ type: 'function'; function: Record<string, unknown> }>;
   stream: true;
   stream_options: { include_usage: true };
-}
+};
 
 interface ToolCallDelta {
   index?: number;
@@ -34,15 +34,23 @@ interface ToolCallDelta {
   function?: { name?: string; arguments?: string };
 }
 
-/** An OpenAI chat.completion.chunk, as much of it as a turn reads. */
-export interface ChatChunk {
-  choices?: Array<{ delta?: { content?: string | null; tool_calls?: ToolCallDelta[] | null } | null }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
-}
-
 /** What the agents module needs from the router: a streamed, metered and billed chat completion. */
 export interface ChatModels {
-  streamChat(req: { caller: BilledCaller | null; body: ChatRequest; signal?: AbortSignal }): AsyncIterable<ChatChunk>;
+  streamChat(req: { caller: BilledCaller | null; body: ChatRequest; signal?: AbortSignal }): AsyncIterable<Record<string, unknown>>;
+}
+
+/** The parts of an OpenAI chat.completion.chunk a turn uses; anything malformed is skipped. */
+export function readChunk(chunk: Record<string, unknown>) {
+  let content = '';
+  const toolCalls: ToolCallDelta[] = [];
+  for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+    const delta = (choice as { delta?: { content?: unknown; tool_calls?: unknown } } | null)?.delta;
+    if (typeof delta?.content === 'string') content += delta.content;
+    if (Array.isArray(delta?.tool_calls)) toolCalls.push(...(delta.tool_calls as ToolCallDelta[]));
+  }
+  const u = chunk.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+  const usage = u && typeof u === 'object' ? { input: Number(u.prompt_tokens) || 0, output: Number(u.completion_tokens) || 0 } : null;
+  return { content, toolCalls, usage };
 }
 
 export function chatRequest(agent: AgentSnapshot, items: ItemRow[]): ChatRequest {
@@ -96,11 +104,11 @@ export class ToolCallCollector {
 
   add(deltas: ToolCallDelta[]) {
     for (const d of deltas) {
-      const index = d.index ?? this.calls.size;
+      const index = typeof d?.index === 'number' ? d.index : this.calls.size;
       const call = this.calls.get(index) ?? { name: '', arguments: '' };
-      if (d.id) call.id = d.id;
-      if (d.function?.name) call.name += d.function.name;
-      if (d.function?.arguments) call.arguments += d.function.arguments;
+      if (typeof d?.id === 'string') call.id = d.id;
+      if (typeof d?.function?.name === 'string') call.name += d.function.name;
+      if (typeof d?.function?.arguments === 'string') call.arguments += d.function.arguments;
       this.calls.set(index, call);
     }
   }

@@ -10,7 +10,7 @@ import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
-import { type ChatModels, type ChatToolCall, chatRequest, ToolCallCollector } from './agents.chat';
+import { type ChatModels, type ChatToolCall, chatRequest, readChunk, ToolCallCollector } from './agents.chat';
 import type { EventInput } from './agents.schemas';
 import type { AgentsCrud, BilledCaller, Principal } from './agents.service';
 import { type AgentSnapshot, agentEvents, agentItems, agentSessions, agentTurns, type PendingToolCall } from './agents.tables';
@@ -213,16 +213,13 @@ export function createTurns(ctx: AppContext, crud: AgentsCrud, models: ChatModel
       const usage = { input: 0, output: 0 };
       let content = '';
       for await (const chunk of models.streamChat({ caller: turn.caller, body: chatRequest(turn.agent, items), signal })) {
-        if (chunk.usage) usage.input = chunk.usage.prompt_tokens ?? 0;
-        if (chunk.usage) usage.output = chunk.usage.completion_tokens ?? 0;
-        for (const choice of chunk.choices ?? []) {
-          const piece = choice.delta?.content;
-          if (piece) {
-            content += piece;
-            emit({ event: 'delta', data: { content: piece } });
-          }
-          if (choice.delta?.tool_calls) calls.add(choice.delta.tool_calls);
+        const read = readChunk(chunk);
+        if (read.usage) Object.assign(usage, read.usage);
+        if (read.content) {
+          content += read.content;
+          emit({ event: 'delta', data: { content: read.content } });
         }
+        calls.add(read.toolCalls);
       }
       if (signal.aborted) throw signal.reason;
       const toolCalls = calls.result();

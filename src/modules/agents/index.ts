@@ -6,7 +6,7 @@ import { createTurns } from './agents.turns';
 
 export { agentAuthPlugin } from './agents.auth';
 export { agentsRoutes } from './agents.routes';
-export type { ChatChunk, ChatModels, ChatRequest } from './agents.chat';
+export type { ChatModels, ChatRequest } from './agents.chat';
 export type { BilledCaller, Principal } from './agents.service';
 export type { Frame } from './agents.turns';
 

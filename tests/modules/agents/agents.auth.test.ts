@@ -14,7 +14,8 @@ for (const kind of DB_KINDS) {
     afterAll(() => t.close());
 
     test('no key, a wrong key or a malformed header is 401 on every agent route', async () => {
-      for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${CLOUD_KEY}` }, { authorization: CLOUD_KEY }]) {
+      const headerSets: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${CLOUD_KEY}` }, { authorization: CLOUD_KEY }];
+      for (const headers of headerSets) {
         for (const [method, path] of [
           ['GET', '/v1/agents'],
           ['POST', '/v1/agents'],

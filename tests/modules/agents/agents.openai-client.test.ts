@@ -43,14 +43,14 @@ describe('openai client.beta.agents against cpd', () => {
     const updated = await client.beta.agents.update(agent.id, { name: 'renamed' });
     expect(updated.name).toBe('renamed');
 
-    const more = [];
+    const more: string[] = [];
     for (let i = 0; i < 4; i++) more.push((await client.beta.agents.create({ model: 'fake-model' })).id);
     const seen: string[] = [];
     for await (const a of client.beta.agents.list({ limit: 2 })) seen.push(a.id);
     expect(seen).toEqual([...more].reverse().concat(agent.id));
 
     const page = await client.beta.agents.list({ limit: 2, order: 'asc' });
-    expect(page.data.map((a) => a.id)).toEqual([agent.id, more[0]]);
+    expect(page.data.map((a) => a.id)).toEqual([agent.id, more[0]!]);
     expect(page.hasNextPage()).toBe(true);
 
     const deleted = await client.beta.agents.delete(agent.id);
