@@ -1,0 +1,140 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'cpd-config-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+describe('loadConfig', () => {
+  test('defaults follow DECISIONS §1 for the international site', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      site: 'intl',
+      currency: 'USD',
+      host: '0.0.0.0',
+      port: 8080,
+      publicUrl: 'http://localhost:8080',
+      databaseUrl: null,
+      dataDir: resolve('./data'),
+      storageUrl: `file://${resolve('./data/objects')}`,
+      sessionTtlMs: 12 * 3_600_000,
+      presignTtlMs: 300_000,
+      paymentProviders: ['card'],
+      paymentMode: 'sandbox',
+      topupMin: 1,
+      topupMax: 10_000,
+      modelBackends: {},
+      releaseSource: 'github',
+      agentCloudApiKey: null,
+      usdPerCny: 0.14,
+      registration: 'open',
+      trustProxy: false,
+      logLevel: 'info',
+    });
+  });
+
+  test('the China site switches currency, providers and release source', () => {
+    const c = loadConfig({ SITE: 'cn' });
+    expect(c).toMatchObject({ site: 'cn', currency: 'CNY', paymentProviders: ['chat_wallet', 'app_wallet'], releaseSource: 'mirror' });
+  });
+
+  test('PUBLIC_URL defaults to the port; an explicit one loses its trailing slash', () => {
+    expect(loadConfig({ PORT: '9090' }).publicUrl).toBe('http://localhost:9090');
+    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com/' }).publicUrl).toBe('https://cpd.example.com');
+  });
+
+  test('empty values count as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 8080, databaseUrl: null });
+  });
+
+  test('MODEL_BACKENDS lists several upstreams per slug', () => {
+    const c = loadConfig({ MODEL_BACKENDS: 'a=http://h1:1/v1, a=http://h2:2/v1,b=https://h3/v1/' });
+    expect(c.modelBackends).toEqual({ a: ['http://h1:1/v1', 'http://h2:2/v1'], b: ['https://h3/v1'] });
+  });
+
+  test('RELEASE_REPOS overrides one component and keeps the others', () => {
+    const c = loadConfig({ RELEASE_REPOS: 'engine=acme/eng' });
+    expect(c.releaseRepos).toMatchObject({ engine: 'acme/eng', router: 'ariacompute/router' });
+  });
+
+  const bad: Array<[string, string]> = [
+    ['SITE', 'mars'],
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '80.5'],
+    ['PUBLIC_URL', 'not a url'],
+    ['PUBLIC_URL', 'ftp://x'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['STORAGE_URL', 'gopher://x'],
+    ['SECRET_KEY', 'short'],
+    ['SESSION_TTL', 'forever'],
+    ['PRESIGN_TTL', '0s'],
+    ['PAYMENT_PROVIDERS', 'card,cash'],
+    ['PAYMENT_MODE', 'test'],
+    ['TOPUP_MIN', '-1'],
+    ['TOPUP_MAX', 'lots'],
+    ['MODEL_BACKENDS', 'noequals'],
+    ['MODEL_BACKENDS', 'a=file:///x'],
+    ['RELEASE_SOURCE', 'ftp'],
+    ['RELEASE_REPOS', 'engine=not a repo'],
+    ['RELEASE_REPOS', 'kernel=a/b'],
+    ['RELEASE_MIRROR_URL', 'nope'],
+    ['GITHUB_API_URL', 'nope'],
+    ['USD_PER_CNY', '0'],
+    ['REGISTRATION', 'maybe'],
+    ['TRUST_PROXY', 'yes'],
+    ['LOG_LEVEL', 'loud'],
+  ];
+  for (const [variable, value] of bad) {
+    test(`${variable}=${JSON.stringify(value)} is refused naming ${variable}`, () => {
+      let thrown: unknown;
+      try {
+        loadConfig({ [variable]: value });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(ConfigError);
+      expect((thrown as ConfigError).variable).toBe(variable);
+      expect((thrown as ConfigError).message).toStartWith(`${variable}: `);
+      expect((thrown as ConfigError).message).not.toContain('\n');
+    });
+  }
+
+  test('TOPUP_MAX below TOPUP_MIN is refused', () => {
+    expect(() => loadConfig({ TOPUP_MIN: '50', TOPUP_MAX: '10' })).toThrow('TOPUP_MAX');
+  });
+
+  test('SECRET_KEY is generated once into DATA_DIR, only when first needed, and then reused', () => {
+    const dir = join(dataDir, 'site');
+    const first = loadConfig({ DATA_DIR: dir });
+    expect(existsSync(join(dir, 'secret_key'))).toBe(false);
+    const key = first.secretKey();
+    expect(key.length).toBeGreaterThanOrEqual(32);
+    expect(statSync(join(dir, 'secret_key')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(dir, 'secret_key'), 'utf8').trim()).toBe(key);
+    expect(loadConfig({ DATA_DIR: dir }).secretKey()).toBe(key);
+  });
+
+  test('an explicit SECRET_KEY wins and writes nothing', () => {
+    const dir = join(dataDir, 'explicit');
+    const c = loadConfig({ DATA_DIR: dir, SECRET_KEY: 'k'.repeat(40) });
+    expect(c.secretKey()).toBe('k'.repeat(40));
+    expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('parseDuration', () => {
+  test('accepts ms, s, m, h, d and bare seconds', () => {
+    expect(parseDuration('X', '1500ms')).toBe(1500);
+    expect(parseDuration('X', '90')).toBe(90_000);
+    expect(parseDuration('X', '2m')).toBe(120_000);
+    expect(parseDuration('X', '12h')).toBe(43_200_000);
+    expect(parseDuration('X', '1d')).toBe(86_400_000);
+  });
+
+  test('refuses anything else', () => {
+    for (const raw of ['', 'h', '-5s', '5 weeks', '1e3s']) expect(() => parseDuration('X', raw)).toThrow(ConfigError);
+  });
+});

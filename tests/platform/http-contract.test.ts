@@ -1,0 +1,132 @@
+/**
+ * The error contract and the access log, on a small Elysia app built from the real platform
+ * plugins (the same ones app.ts mounts) with routes that fail in every way a module can.
+ */
+import { describe, expect, test } from 'bun:test';
+import { Elysia, t } from 'elysia';
+import { AppError } from '../../src/platform/errors';
+import { errorPlugin } from '../../src/platform/http/errors';
+import { requestLogPlugin } from '../../src/platform/http/request-log';
+import { captureLogger } from '../support/log-sink';
+
+function build() {
+  const { log, lines } = captureLogger();
+  const app = new Elysia()
+    .use(requestLogPlugin(log))
+    .use(errorPlugin(log))
+    .get('/ok', () => ({ ok: true }))
+    .get('/conflict', () => {
+      throw new AppError('conflict', 'email already registered');
+    })
+    .get('/limited', () => {
+      throw new AppError('rate_limited', 'slow down', { 'retry-after': '7' });
+    })
+    .get('/crash', () => {
+      throw new Error('secret internals: /srv/cpd/db password=hunter2');
+    })
+    .get('/unique', () => {
+      throw Object.assign(new Error('duplicate key value violates unique constraint "users_email"'), { code: '23505' });
+    })
+    .get('/items', ({ query }) => query, { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })) }) })
+    .post('/things', ({ body }) => body, { body: t.Object({ name: t.String({ minLength: 1 }) }) });
+
+  async function call(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
+    const res = await app.handle(new Request(`http://localhost${path}`, { method, body: init.body, headers: init.headers }));
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
+  }
+  /** The parsed access lines, once `count` of them exist (after-response hooks run asynchronously). */
+  async function accessLines(count: number) {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const access = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+      if (access.length >= count || Date.now() > deadline) return access;
+      await Bun.sleep(5);
+    }
+  }
+  return { call, lines, accessLines };
+}
+
+describe('error contract', () => {
+  const { call, lines } = build();
+
+  const cases: Array<[string, string, number, string | RegExp, { body?: string; headers?: Record<string, string> }?]> = [
+    ['unknown route', '/nowhere', 404, 'not found'],
+    ['AppError kind', '/conflict', 409, 'email already registered'],
+    ['unique violation', '/unique', 409, 'already exists'],
+    ['query failing its schema', '/items?limit=0', 400, /^invalid /],
+    ['query of the wrong type', '/items?limit=many', 400, /^invalid /],
+    ['unexpected exception', '/crash', 500, 'internal server error'],
+  ];
+  for (const [what, path, status, error] of cases) {
+    test(`${what}: ${status} {"error"} as JSON with X-Request-Id`, async () => {
+      const res = await call('GET', path);
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Object.keys(res.body)).toEqual(['error']);
+      expect(res.body.error).toMatch(error);
+      expect(res.headers.get('x-request-id')).toMatch(/^[\w.-]{1,64}$/);
+    });
+  }
+
+  test('a body failing its schema is 400, never Elysia 422', async () => {
+    const res = await call('POST', '/things', { body: JSON.stringify({ name: '' }), headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toContain('name');
+  });
+
+  test('malformed JSON is 400', async () => {
+    const res = await call('POST', '/things', { body: '{"name":', headers: { 'content-type': 'application/json' } });
+    expect(res).toMatchObject({ status: 400, body: { error: 'request body is not valid JSON' } });
+  });
+
+  test('a 500 reveals nothing and the cause is logged', async () => {
+    const res = await call('GET', '/crash');
+    expect(res.text).not.toContain('hunter2');
+    expect(res.text).not.toContain('internals');
+    expect(lines.some((l) => l.includes('"msg":"unhandled error"'))).toBe(true);
+  });
+
+  test('an AppError keeps its headers (429 Retry-After)', async () => {
+    const res = await call('GET', '/limited');
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('7');
+  });
+
+  test('a well-formed incoming X-Request-Id is kept, a malformed one replaced', async () => {
+    expect((await call('GET', '/ok', { headers: { 'x-request-id': 'trace-42.a' } })).headers.get('x-request-id')).toBe('trace-42.a');
+    const replaced = (await call('GET', '/ok', { headers: { 'x-request-id': 'bad id\twith spaces' } })).headers.get('x-request-id');
+    expect(replaced).toMatch(/^[A-Za-z0-9]{20}$/);
+  });
+});
+
+describe('access log', () => {
+  test('one line per request: method, path without query, status, duration, request id', async () => {
+    const { call, accessLines } = build();
+    await call('GET', '/ok?token=abc123secret&limit=5', { headers: { 'x-request-id': 'req-1' } });
+    await call('GET', '/nowhere?x=1', { headers: { 'x-request-id': 'req-2' } });
+    await call('GET', '/crash', { headers: { 'x-request-id': 'req-3' } });
+    const access = await accessLines(3);
+    expect(access).toHaveLength(3);
+    expect(access[0]).toMatchObject({ level: 'info', method: 'GET', path: '/ok', status: 200, request_id: 'req-1' });
+    expect(access[0].duration_ms).toBeGreaterThanOrEqual(0);
+    expect(access[1]).toMatchObject({ path: '/nowhere', status: 404, request_id: 'req-2' });
+    expect(access[2]).toMatchObject({ path: '/crash', status: 500, request_id: 'req-3' });
+  });
+
+  test('never writes Authorization, cookies, query tokens or body passwords', async () => {
+    const { call, lines, accessLines } = build();
+    const secrets = ['Bearer-sekrit-token-1', 'cookie-sekrit-2', 'query-sekrit-3', 'body-sekrit-password-4'];
+    await call('POST', `/things?token=${secrets[2]}`, {
+      body: JSON.stringify({ name: 'x', password: secrets[3] }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secrets[0]}`, cookie: `cpd_session=${secrets[1]}` },
+    });
+    await call('POST', `/things?token=${secrets[2]}`, {
+      body: JSON.stringify({ password: secrets[3] }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secrets[0]}`, cookie: `cpd_session=${secrets[1]}` },
+    });
+    await accessLines(2);
+    const all = lines.join('');
+    for (const secret of secrets) expect(all).not.toContain(secret);
+  });
+});
