@@ -7,10 +7,12 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
+import { createBillingService } from './modules/billing';
+import { createGatewayService, gatewayRoutes } from './modules/gateway';
+import { createCostReport, createRouterService, routerRoutes } from './modules/router';
 import { createPricingService, pricingRoutes } from './modules/pricing';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import type { AppContext } from './platform/context';
-import { AppError } from './platform/errors';
 import { authPlugin } from './platform/http/auth';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
@@ -24,14 +26,11 @@ export async function buildApp(ctx: AppContext) {
   await pricing.load();
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
-  // Until the router module lands, agent turns fail with 503 instead of calling a model.
-  const agents = createAgentsService(ctx, {
-    models: {
-      streamChat() {
-        throw new AppError('unavailable', 'model router not available');
-      },
-    },
-  });
+  const billing = createBillingService(ctx);
+  const router = createRouterService(ctx, { pricing, billing });
+  await router.ready();
+  const gateway = createGatewayService(ctx, router);
+  const agents = createAgentsService(ctx, { models: router });
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
@@ -48,9 +47,11 @@ export async function buildApp(ctx: AppContext) {
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))
     .use(releasesRoutes(releases))
+    .use(gatewayRoutes({ auth, gateway }))
+    .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
-  const services = { accounts, site, pricing, releases, agents };
+  const services = { accounts, site, pricing, releases, agents, billing, router, gateway };
   return { app, services };
 }
 

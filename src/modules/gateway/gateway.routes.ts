@@ -1,0 +1,18 @@
+import { Elysia } from 'elysia';
+import type { authPlugin } from '../../platform/http/auth';
+import { requestIdOf } from '../../platform/http/request-log';
+import type { GatewayService } from './gateway.service';
+
+/** OpenAI-compatible endpoints; bodies are OpenAI's own, so they are read raw (parse: 'none') and checked by the service. */
+export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService }) =>
+  new Elysia({ name: 'cpd/gateway' })
+    .use(deps.auth)
+    .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
+      auth: ['key'],
+      detail: { summary: 'Models and routes this gateway serves (OpenAI list shape)', tags: ['gateway'] },
+    })
+    .post('/v1/chat/completions', ({ caller, request }) => deps.gateway.chat(caller, request, requestIdOf(request)), {
+      auth: ['key'],
+      parse: 'none',
+      detail: { summary: 'OpenAI chat completions, JSON or SSE; billed to the key owner; X-Cost header', tags: ['gateway'] },
+    });

@@ -1,0 +1,100 @@
+/**
+ * The OpenAI-compatible gateway: per-key rate limit, body size limit, JSON parsing, then the
+ * router (which validates, routes, admits against the wallet, meters and debits). Answers are the
+ * upstream's OpenAI objects with `model` as served and `usage.cost` added (site currency).
+ *
+ * X-Cost: on a JSON answer, the request's cost. On a stream, headers leave when the first token
+ * has arrived, before the cost is final, so X-Cost holds the cost known then (the prompt and the
+ * first chunk; the per-request price for a per-request model) and `X-Cost-Final: false`; the
+ * definitive cost is `usage.cost` in the final chunk, which every stream ends with.
+ */
+import { ConfigError } from '../../config';
+import type { AppContext } from '../../platform/context';
+import { AppError } from '../../platform/errors';
+import type { Caller } from '../../platform/http/auth';
+import { namedLimiter } from '../../platform/http/rate-limit';
+import type { RouterService } from '../router';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
+
+/** Micro-units → an exact decimal string in major units ("0.000015"). */
+export function microsToDecimal(micros: bigint): string {
+  const sign = micros < 0n ? '-' : '';
+  const abs = micros < 0n ? -micros : micros;
+  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, '0')}`;
+}
+
+function maxBodyBytes(env: Record<string, string | undefined>): number {
+  const raw = env.GATEWAY_MAX_BODY;
+  if (raw === undefined || raw === '') return DEFAULT_MAX_BODY;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1024) throw new ConfigError('GATEWAY_MAX_BODY', `"${raw}" is not a byte count of at least 1024`);
+  return n;
+}
+
+export function createGatewayService(ctx: AppContext, router: RouterService) {
+  const limiter = namedLimiter(ctx, 'gateway');
+  const maxBody = maxBodyBytes(ctx.config.env);
+  const encoder = new TextEncoder();
+
+  async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {
+    const declared = Number(request.headers.get('content-length') ?? '0');
+    if (declared > maxBody) throw new AppError('payload_too_large', `request body is larger than ${maxBody} bytes`);
+    const raw = await request.arrayBuffer();
+    if (raw.byteLength > maxBody) throw new AppError('payload_too_large', `request body is larger than ${maxBody} bytes`);
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder().decode(raw));
+    } catch {
+      throw new AppError('invalid', 'request body is not valid JSON');
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid', 'the request body must be a JSON object');
+    return { body: body as Record<string, unknown>, bytes: raw.byteLength };
+  }
+
+  async function chat(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    const { body, bytes } = await readBody(request);
+    const req = { caller: { userId: caller.userId, keyId: caller.keyId }, body, bodyBytes: bytes, signal: request.signal, requestId };
+    if (body.stream !== true) {
+      const { response, costMicros } = await router.completeChat(req);
+      return new Response(JSON.stringify(response), { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+    }
+    const stream = await router.openStream(req);
+    const chunks = stream[Symbol.asyncIterator]();
+    const sse = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { value, done } = await chunks.next();
+        if (done) {
+          controller.enqueue(encoder.encode('data: [DONE]\n\n'));
+          controller.close();
+          return;
+        }
+        controller.enqueue(encoder.encode(`data: ${JSON.stringify(value)}\n\n`));
+      },
+      async cancel() {
+        stream.abort();
+        await chunks.return?.(undefined);
+      },
+    });
+    return new Response(sse, {
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        'x-cost': microsToDecimal(stream.headerCostMicros),
+        'x-cost-final': 'false',
+      },
+    });
+  }
+
+  function models(caller: Caller) {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
+  }
+
+  return { chat, models, maxBodyBytes: maxBody };
+}
+
+export type GatewayService = ReturnType<typeof createGatewayService>;

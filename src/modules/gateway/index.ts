@@ -1,0 +1,2 @@
+export { createGatewayService, microsToDecimal, type GatewayService } from './gateway.service';
+export { gatewayRoutes } from './gateway.routes';

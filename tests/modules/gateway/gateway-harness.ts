@@ -1,0 +1,51 @@
+/**
+ * A real listening cpd app (port 0) with fake upstreams behind MODEL_BACKENDS, priced models, a
+ * funded user with an API key, and an official `openai` client pointed at the gateway.
+ */
+import OpenAI from 'openai';
+import { createTestApp, type TestApp } from '../../support/app';
+import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
+import { makeApiKey, makeUser } from '../../support/make';
+import type { DbKind } from '../../support/db';
+
+export interface Harness {
+  t: TestApp;
+  up: FakeUpstream;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startHarness(opts: { kind?: DbKind; env?: Record<string, string>; backends?: string; upstream?: FakeUpstream } = {}): Promise<Harness> {
+  const up = opts.upstream ?? (await startFakeUpstream({ models: ['m1'] }));
+  const t = await createTestApp(opts.kind ?? 'postgres', { MODEL_BACKENDS: opts.backends ?? `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1s', ...opts.env });
+  t.app.listen({ hostname: '127.0.0.1', port: 0 });
+  const baseUrl = `http://127.0.0.1:${t.app.server!.port}`;
+  return {
+    t,
+    up,
+    baseUrl,
+    async close() {
+      await t.app.stop(true);
+      await t.close();
+      if (!opts.upstream) await up.close();
+    },
+  };
+}
+
+/** A user with `balanceMicros` on the wallet and an API key; `client` talks to the gateway with it. */
+export async function fundedUser(h: Harness, balanceMicros: bigint, opts: { admin?: boolean } = {}) {
+  const user = await makeUser(h.t, opts);
+  const key = await makeApiKey(h.t, user.id);
+  if (balanceMicros !== 0n)
+    await h.t.services.billing.credit(h.t.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: balanceMicros, reference: `test-${user.id}`, description: 'test funds' });
+  const client = new OpenAI({ baseURL: `${h.baseUrl}/v1`, apiKey: key.key, maxRetries: 0 });
+  return { user, key, client, balance: () => h.t.services.billing.getBalanceMicros(user.id) };
+}
+
+export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, ms = 10_000) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}

@@ -1,0 +1,272 @@
+/** The gateway through the official openai client on a real listener, with a fake upstream. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { sql } from 'drizzle-orm';
+import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream';
+import { fundedUser, type Harness, startHarness, waitFor } from './gateway-harness';
+
+// 1000 per million tokens = 1000 micro-units per token: 10 prompt + 5 completion tokens cost 15000.
+const PRICE = 1000;
+const PER_TOKEN = 1000n;
+
+let h: Harness;
+let dead: string;
+let m2: FakeUpstream;
+
+beforeAll(async () => {
+  const closed = await startFakeUpstream();
+  dead = closed.url;
+  await closed.close();
+  m2 = await startFakeUpstream({ models: ['m2'] });
+  const up = await startFakeUpstream({ models: ['m1'] });
+  h = await startHarness({
+    upstream: up,
+    backends: `m1=${dead},m1=${up.url},unpriced=${up.url},broken=${m2.url},down=${dead}`,
+    env: { ROUTES: 'auto=fallback:down|m1;cheap=cheapest:broken|m1', GATEWAY_MAX_BODY: '2048' },
+  });
+  await h.t.services.pricing.setModelPrices([
+    { slug: 'm1', unit: 'per_million_tokens', price: PRICE },
+    { slug: 'broken', unit: 'per_million_tokens', price: 1 },
+    { slug: 'down', unit: 'per_request', price: 0.5 },
+  ]);
+});
+afterAll(async () => {
+  await h.close();
+  await h.up.close();
+  await m2.close();
+});
+
+const usageRows = (userId: string) =>
+  h.t.ctx.database.query<Record<string, any>>(sql`select * from router_usage where user_id = ${userId} order by created_at, id`);
+
+describe('gateway: metering through the openai client', () => {
+  test('JSON completion: fields pass through, usage.cost, X-Cost, exact debit, one usage row', async () => {
+    h.up.reset();
+    const u = await fundedUser(h, 1_000_000n);
+    const { data, response } = await u.client.chat.completions
+      .create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], temperature: 0.3, top_p: 0.9, user: 'end-user-7', seed: 42 })
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(data.usage).toMatchObject({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cost: 0.015 });
+    expect(response.headers.get('x-cost')).toBe('0.015000');
+    expect(response.headers.get('x-request-id')).toBeTruthy();
+    const sent = h.up.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)!.body!;
+    expect(sent).toEqual({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], temperature: 0.3, top_p: 0.9, user: 'end-user-7', seed: 42 });
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n - 15n * PER_TOKEN);
+    const [row] = await usageRows(u.user.id);
+    expect(row).toMatchObject({ key_id: u.key.id, entrypoint: 'm1', model: 'm1', prompt_tokens: 10, completion_tokens: 5, status: 200, streamed: false, aborted: false, tokens_counted: false });
+    expect(BigInt(row!.cost_micros)).toBe(15n * PER_TOKEN);
+    expect(BigInt(row!.cost_usd_micros)).toBe(15n * PER_TOKEN);
+  });
+
+  test('stream: include_usage forced upstream, usage and cost in the final chunk, exact debit', async () => {
+    h.up.reset();
+    h.up.set({ content: 'one two three four' });
+    const u = await fundedUser(h, 1_000_000n);
+    const { data: stream, response } = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true }).withResponse();
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    expect(response.headers.get('x-cost-final')).toBe('false');
+    expect(Number(response.headers.get('x-cost'))).toBeGreaterThan(0);
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('one two three four');
+    const last = chunks.at(-1)! as any;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toEqual({ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, cost: 0.014 });
+    expect(h.up.requests.at(-1)!.body!.stream_options).toEqual({ include_usage: true });
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n - 14n * PER_TOKEN);
+    expect((await usageRows(u.user.id))[0]).toMatchObject({ streamed: true, aborted: false, status: 200, completion_tokens: 4 });
+    h.up.reset();
+  });
+
+  test('no upstream usage: tokens are counted (o200k, chat accounting), JSON and stream', async () => {
+    h.up.set({ usage: false, content: 'counted words here' });
+    const u = await fundedUser(h, 1_000_000n);
+    const messages = [{ role: 'user' as const, content: 'how many tokens is this?' }];
+    const prompt = 3 + 3 + countTokens('how many tokens is this?');
+    const completion = countTokens('counted words here');
+    const r = await u.client.chat.completions.create({ model: 'm1', messages });
+    expect(r.usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: completion });
+    const chunks = [];
+    for await (const c of await u.client.chat.completions.create({ model: 'm1', messages, stream: true })) chunks.push(c);
+    expect((chunks.at(-1) as any).usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: completion });
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n - 2n * BigInt(prompt + completion) * PER_TOKEN);
+    expect((await usageRows(u.user.id)).every((row) => row.tokens_counted)).toBe(true);
+    h.up.reset();
+  });
+
+  test('tool calls pass through, JSON and stream', async () => {
+    h.up.set({ toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"q":"x"}' }] });
+    const u = await fundedUser(h, 1_000_000n);
+    const tools = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }];
+    const r = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x' }], tools });
+    expect(r.choices[0]!.message.tool_calls![0]).toMatchObject({ id: 'call_1', function: { name: 'lookup', arguments: '{"q":"x"}' } });
+    expect(h.up.requests.at(-1)!.body!.tools).toEqual(tools);
+    const chunks = [];
+    for await (const c of await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x' }], tools, stream: true })) chunks.push(c);
+    expect(chunks.some((c) => c.choices[0]?.delta.tool_calls?.[0]?.function?.name === 'lookup')).toBe(true);
+    expect(chunks.some((c) => c.choices[0]?.finish_reason === 'tool_calls')).toBe(true);
+    h.up.reset();
+  });
+
+  test('routes: fallback skips a dead model, cheapest orders by estimated cost; usage keeps entrypoint and model', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    const r = await u.client.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.model).toBe('m1');
+    await u.client.chat.completions.create({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }] });
+    expect(m2.requests.filter((x) => x.path === '/v1/chat/completions').at(-1)!.body!.model).toBe('broken');
+    await h.t.services.router.flushUsage();
+    const rows = await usageRows(u.user.id);
+    expect(rows.map((x) => [x.entrypoint, x.model])).toEqual([
+      ['auto', 'm1'],
+      ['cheap', 'broken'],
+    ]);
+    // broken costs 1 per million tokens, i.e. one micro-unit per token.
+    expect(await u.balance()).toBe(1_000_000n - 15n * PER_TOKEN - 15n);
+  });
+
+  test('failover: a dead backend of m1 is tried, marked down, and the live one answers; health is listed', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    for (let i = 0; i < 3; i++) {
+      const r = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+      expect(r.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+      const chunks = [];
+      for await (const c of await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true })) chunks.push(c);
+      expect((chunks.at(-1) as any).usage.cost).toBe(0.015);
+    }
+    const deadBackend = h.t.services.router.listBackends().find((b) => b.model === 'm1' && b.url === dead)!;
+    expect(deadBackend.healthy).toBe(false);
+    expect(deadBackend.last_error).toBeTruthy();
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n - 6n * 15n * PER_TOKEN);
+  });
+
+  test('GET /v1/models lists priced models with a backend and the routes', async () => {
+    const u = await fundedUser(h, 0n);
+    const ids = (await u.client.models.list()).data.map((m) => m.id);
+    expect(ids).toEqual(['broken', 'down', 'm1', 'auto', 'cheap']);
+  });
+});
+
+describe('gateway: bad input answers {error}, never charges, never 500', () => {
+  const post = (key: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body });
+
+  test('each refusal has its status', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    const msg = [{ role: 'user', content: 'hi' }];
+    const cases: Array<[string, string, number]> = [
+      ['not JSON', '{"model": "m1", messages', 400],
+      ['messages missing', JSON.stringify({ model: 'm1' }), 400],
+      ['messages empty', JSON.stringify({ model: 'm1', messages: [] }), 400],
+      ['model missing', JSON.stringify({ messages: msg }), 400],
+      ['array body', '[]', 400],
+      ['unknown model', JSON.stringify({ model: 'nope', messages: msg }), 404],
+      ['unpriced model', JSON.stringify({ model: 'unpriced', messages: msg }), 404],
+      ['upstream down', JSON.stringify({ model: 'down', messages: msg }), 503],
+      ['too large', JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'x'.repeat(4000) }] }), 413],
+    ];
+    for (const [what, body, status] of cases) {
+      const res = await post(u.key.key, body);
+      expect({ what, status: res.status }).toEqual({ what, status });
+      expect(res.headers.get('content-type')).toContain('application/json');
+      expect(typeof (await res.json()).error).toBe('string');
+    }
+    h.up.set({ garbage: true });
+    for (const stream of [false, true]) {
+      const res = await post(u.key.key, JSON.stringify({ model: 'm1', messages: msg, stream }));
+      expect(res.status).toBe(502);
+      expect(typeof (await res.json()).error).toBe('string');
+    }
+    h.up.reset();
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n);
+  });
+
+  test('credentials: no key, a session token, a revoked-looking key are 401; zero balance is 402', async () => {
+    const u = await fundedUser(h, 0n);
+    const body = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+    expect((await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', body })).status).toBe(401);
+    expect((await post(u.user.token, body)).status).toBe(401);
+    expect((await post('bfvk-0000000000000000000000000000000000000000', body)).status).toBe(401);
+    const res = await post(u.key.key, body);
+    expect(res.status).toBe(402);
+    expect(typeof (await res.json()).error).toBe('string');
+    expect(h.up.requests.length).toBe(0);
+  });
+
+  test('an upstream 5xx fails over, then 502 when every backend fails', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    h.up.set({ status: 500 });
+    const res = await post(u.key.key, JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(res.status).toBe(502);
+    h.up.reset();
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n);
+    const [row] = await usageRows(u.user.id);
+    expect(row).toMatchObject({ status: 502, prompt_tokens: 0, completion_tokens: 0 });
+    expect(BigInt(row!.cost_micros)).toBe(0n);
+  });
+});
+
+describe('gateway: concurrency and aborts', () => {
+  test('50 parallel requests against a balance covering 10: exactly 10 served, the rest 402, balance exactly 0', async () => {
+    const u = await fundedUser(h, 10n * 15n * PER_TOKEN);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).then(
+          () => 200,
+          (e) => e.status as number,
+        ),
+      ),
+    );
+    expect(results.filter((s) => s === 200).length).toBe(10);
+    expect(results.filter((s) => s === 402).length).toBe(40);
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(0n);
+  });
+
+  test('a client abort mid-stream bills the delivered tokens only and aborts the upstream', async () => {
+    h.up.reset();
+    h.up.set({ content: 'w '.repeat(200), chunkDelayMs: 15 });
+    const u = await fundedUser(h, 10_000_000n);
+    const stream = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    let seen = 0;
+    for await (const c of stream) {
+      if (c.choices[0]?.delta.content) seen++;
+      if (seen === 3) break; // the client stops reading: the SDK aborts the request
+    }
+    await waitFor(() => h.up.stats.streamsAborted === 1, 'the upstream stream to be aborted');
+    await waitFor(async () => (await usageRows(u.user.id)).length === 1 || (await h.t.services.router.flushUsage(), false), 'the usage row');
+    const [row] = await usageRows(u.user.id);
+    expect(row).toMatchObject({ aborted: true, streamed: true, status: 499, tokens_counted: true });
+    expect(row!.completion_tokens).toBeGreaterThanOrEqual(3);
+    expect(row!.completion_tokens).toBeLessThan(200);
+    const cost = BigInt(row!.prompt_tokens + row!.completion_tokens) * PER_TOKEN;
+    expect(BigInt(row!.cost_micros)).toBe(cost);
+    expect(await u.balance()).toBe(10_000_000n - cost);
+    h.up.reset();
+  });
+
+  test('an abort before the first token costs nothing', async () => {
+    h.up.set({ firstByteDelayMs: 300 });
+    const u = await fundedUser(h, 1_000_000n);
+    const ac = new AbortController();
+    const pending = u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true }, { signal: ac.signal }).then(
+      () => 'answered',
+      () => 'aborted',
+    );
+    await waitFor(() => h.up.stats.completions >= 1, 'the upstream to receive the request');
+    ac.abort();
+    expect(await pending).toBe('aborted');
+    await waitFor(async () => (await h.t.services.router.flushUsage(), (await usageRows(u.user.id)).length === 1), 'the usage row');
+    const [row] = await usageRows(u.user.id);
+    expect(row).toMatchObject({ status: 499, aborted: true });
+    expect(BigInt(row!.cost_micros)).toBe(0n);
+    expect(await u.balance()).toBe(1_000_000n);
+    h.up.reset();
+  });
+});
