@@ -1,0 +1,111 @@
+/**
+ * Turns under concurrency and interruption (PostgreSQL only): ten sessions streaming at once,
+ * one running turn per session, a client that disconnects mid-stream (the turn completes and is
+ * persisted, docs/agents.md), and a session deleted mid-turn (the upstream call is stopped).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { type AgentsHarness, getSession, isSettled, newSession, parseSse, streamEvent, startAgentsApp, waitFor } from './agents.helpers';
+
+const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+
+describe('agent turns under concurrency (postgres)', () => {
+  let h: AgentsHarness;
+  beforeAll(async () => {
+    h = await startAgentsApp('postgres');
+  });
+  afterAll(() => h.close());
+
+  test('ten sessions stream at once, each gets its whole answer', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: 'one two three four five six seven eight', chunkDelayMs: 5 });
+    const sessions = await Promise.all(Array.from({ length: 10 }, () => newSession(t, {})));
+    const results = await Promise.all(sessions.map(({ session }) => streamEvent(t, session.id, { role: 'user', content: `hello ${session.id}` })));
+    for (const res of results) {
+      expect(res.status).toBe(200);
+      const frames = parseSse(await res.text());
+      expect(frames.at(-1)).toEqual({ event: 'turn.completed', data: {} });
+      expect(frames.filter((f) => f.event === 'delta').map((f) => f.data.content).join('')).toBe('one two three four five six seven eight');
+    }
+    for (const { session } of sessions) expect((await getSession(t, session.id)).status).toBe('idle');
+    expect(up.stats.streamsCompleted).toBe(10);
+    // Each upstream request carried its own session's message.
+    const asked = up.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.body!.messages.at(-1).content);
+    expect(asked.sort()).toEqual(sessions.map(({ session }) => `hello ${session.id}`).sort());
+  });
+
+  test('a second turn while one runs is 409 and is not recorded', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: LONG, chunkDelayMs: 10 });
+    const { session } = await newSession(t, {});
+    const first = await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'first' } });
+    expect(first.status).toBe(201);
+    const second = await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'second' } });
+    expect(second.status).toBe(409);
+    expect(second.body).toEqual({ error: expect.any(String) });
+    const streamed = await t.request('POST', `/v1/agents/sessions/${session.id}/events/stream`, { body: { role: 'user', content: 'third' } });
+    expect(streamed.status).toBe(409);
+    await waitFor(() => getSession(t, session.id), isSettled, 'the first turn');
+    const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from agent_events where session_id = ${session.id}`);
+    expect(row!.n).toBe(1);
+  });
+
+  test('of two simultaneous messages to an idle session exactly one starts a turn', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: 'ok', chunkDelayMs: 0 });
+    const { session } = await newSession(t, {});
+    const statuses = await Promise.all(
+      ['a', 'b'].map(async (c) => (await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: c } })).status),
+    );
+    expect(statuses.sort()).toEqual([201, 409]);
+    await waitFor(() => getSession(t, session.id), isSettled, 'the turn');
+    expect((await t.request('GET', `/v1/agents/sessions/${session.id}/turns`)).body.data).toHaveLength(1);
+  });
+
+  test('a client that disconnects mid-stream: the turn completes and is persisted', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: LONG, chunkDelayMs: 20 });
+    const { session } = await newSession(t, {});
+    const abort = new AbortController();
+    const res = await streamEvent(t, session.id, { role: 'user', content: 'long please' }, { signal: abort.signal });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    while (!seen.includes('event: delta')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended before the first delta');
+      seen += typeof value === 'string' ? value : decoder.decode(value);
+    }
+    abort.abort();
+    await reader.cancel();
+    // Still mid-turn when the client left.
+    expect((await getSession(t, session.id)).status).toBe('in_progress');
+
+    const settled = await waitFor(() => getSession(t, session.id), isSettled, 'the abandoned turn');
+    expect(settled.status).toBe('idle');
+    const items = await t.request('GET', `/v1/agents/sessions/${session.id}/items`);
+    expect(items.body.data[0]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: LONG }] });
+    expect((await t.request('GET', `/v1/agents/sessions/${session.id}/turns`)).body.data[0].status).toBe('completed');
+    expect(up.stats.streamsCompleted).toBe(1);
+    expect(up.stats.streamsAborted).toBe(0);
+  });
+
+  test('deleting a session mid-turn stops its upstream call', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: LONG, chunkDelayMs: 20 });
+    const { session } = await newSession(t, {});
+    expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'go' } })).status).toBe(201);
+    await waitFor(() => up.stats.streamsStarted, (n) => n === 1, 'the upstream stream');
+    const deleted = await t.request('DELETE', `/v1/agents/sessions/${session.id}`);
+    expect(deleted.status).toBe(200);
+    await waitFor(() => up.stats.streamsAborted, (n) => n === 1, 'the upstream abort');
+    expect(up.stats.streamsCompleted).toBe(0);
+    const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from agent_turns where session_id = ${session.id}`);
+    expect(row!.n).toBe(0);
+  });
+});
