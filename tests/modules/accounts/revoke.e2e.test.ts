@@ -11,6 +11,7 @@ describe('revocation across processes', () => {
   let db: TestDatabase;
   let a: RunningBinary;
   let b: RunningBinary;
+  const issued: string[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
@@ -36,11 +37,13 @@ describe('revocation across processes', () => {
     const reg = await call(a, 'POST', '/api/auth/register', undefined, { email: 'two@example.com', password: 'two processes' });
     expect(reg.status).toBe(201);
     const token = reg.body.token;
+    issued.push(token);
     // The API key listing on B proves it accepts A's session (same database).
     expect((await call(b, 'GET', '/api/api-keys', token)).status).toBe(200);
 
     for (let round = 0; round < 5; round++) {
       const key = await call(a, 'POST', '/api/api-keys', token, { name: `round ${round}` });
+      issued.push(key.body.key);
       expect(key.status).toBe(201);
       expect((await keyCheck(b, key.body.key)).ok).toBe(true); // cached on B now
       expect((await keyCheck(b, key.body.key)).ok).toBe(true);
@@ -51,9 +54,17 @@ describe('revocation across processes', () => {
 
   test('logout through A ends the session on B at once', async () => {
     const login = await call(b, 'POST', '/api/auth/login', undefined, { identifier: 'two@example.com', password: 'two processes' });
+    issued.push(login.body.token);
     expect((await call(b, 'GET', '/api/auth/me', login.body.token)).status).toBe(200);
     expect((await call(a, 'POST', '/api/auth/logout', login.body.token)).status).toBe(204);
     expect((await call(b, 'GET', '/api/auth/me', login.body.token)).status).toBe(401);
+  });
+
+  test('neither process logged a password, token or key', () => {
+    const logs = a.logs() + b.logs();
+    expect(logs).toContain('/api/auth/login');
+    for (const secret of ['two processes', ...issued]) expect(logs.includes(secret)).toBe(false);
+    expect(logs).not.toMatch(/bfvk-[0-9A-Za-z]{40}/);
   });
 
   /** Whether `key` authenticates on `server`, through the gateway's model list (a key-only route). */
