@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
-import { createBillingService } from './modules/billing';
+import { billingRoutes, createBillingService } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
 import { createCostReport, createRouterService, routerRoutes } from './modules/router';
 import { createPricingService, pricingRoutes } from './modules/pricing';
@@ -27,6 +27,7 @@ export async function buildApp(ctx: AppContext) {
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const billing = createBillingService(ctx);
+  billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing });
   await router.ready();
   const gateway = createGatewayService(ctx, router);
@@ -47,6 +48,7 @@ export async function buildApp(ctx: AppContext) {
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))
     .use(releasesRoutes(releases))
+    .use(billingRoutes({ auth, billing }))
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));

@@ -2,10 +2,17 @@
  * The billing service other modules use (through index.ts): debits for usage, credits, balances
  * and a cross-process balance-change signal. Payments, invoices and receipts hang off it.
  */
+import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { createInvoices } from './invoices.service';
 import { createLedger, WALLET_CHANNEL } from './ledger';
+import { createPayments, type PaymentsOptions } from './payments.service';
+import { createProviders } from './providers';
+import type { PaymentProvider } from './providers/provider';
+import { createSandboxCheckout } from './sandbox.checkout';
+import { startSweeper } from './sweeper';
 
 export interface DebitUsageInput {
   userId: string;
@@ -25,8 +32,14 @@ export interface CreditInput {
   description: string;
 }
 
-export function createBillingService(ctx: AppContext) {
+export interface BillingOptions extends PaymentsOptions {
+  /** Adapters by provider id instead of the configured ones (tests of a single adapter). */
+  providers?: Map<PaymentProviderId, PaymentProvider>;
+}
+
+export function createBillingService(ctx: AppContext, opts: BillingOptions = {}) {
   const ledger = createLedger(ctx);
+  const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
   const balanceListeners = new Set<(userId: string) => void>();
   let listening: Promise<void> | null = null;
 
@@ -47,6 +60,12 @@ export function createBillingService(ctx: AppContext) {
 
   return {
     ledger,
+    payments,
+    invoices: createInvoices(ctx, payments),
+    /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
+    sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, payments) : null,
+    /** Expires due payments every intervalMs until shutdown (cpd serve: once a minute). */
+    startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, intervalMs),
 
     /**
      * Records a `usage` debit in the caller's transaction (or on its own when given the db).

@@ -1,0 +1,88 @@
+/**
+ * /api/billing/* and /api/payments/*. Handlers are thin; the webhook route reads the raw body
+ * (parse: 'none') because provider signatures cover the exact bytes sent.
+ */
+import { Elysia, t } from 'elysia';
+import type { authPlugin } from '../../platform/http/auth';
+import type { BillingService } from './billing.service';
+import * as s from './billing.schemas';
+
+export interface BillingRoutesDeps {
+  auth: ReturnType<typeof authPlugin>;
+  billing: BillingService;
+}
+
+const html = (body: string, contentType = 'text/html; charset=utf-8') => new Response(body, { headers: { 'content-type': contentType } });
+
+export const billingRoutes = ({ auth, billing }: BillingRoutesDeps) => {
+  const { ledger, payments, invoices, sandbox } = billing;
+  const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
+    .use(auth)
+    .get('/api/billing/wallet', ({ caller }) => ledger.wallet(caller.userId), { auth: ['session'], detail: { summary: 'Wallet balance' } })
+    .get('/api/billing/transactions', ({ caller, query }) => ledger.listTransactions(caller.userId, { limit: query.limit ?? 50, cursor: query.cursor }), {
+      auth: ['session'],
+      query: s.ListQuery,
+      detail: { summary: 'Ledger, newest first' },
+    })
+    .get('/api/billing/summary', ({ caller }) => ledger.summary(caller.userId), { auth: ['session'], detail: { summary: 'Balance and totals' } })
+    .post(
+      '/api/billing/payments',
+      async ({ caller, body, headers, set }) => {
+        set.status = 201;
+        return payments.create(caller.userId, body, headers['idempotency-key']);
+      },
+      { auth: ['session'], body: s.CreatePaymentBody, headers: s.IdempotencyHeaders, detail: { summary: 'Start a top-up' } },
+    )
+    .get('/api/billing/payments', ({ caller, query }) => payments.list(caller.userId, { ...query, limit: query.limit ?? 50 }), {
+      auth: ['session'],
+      query: s.PaymentListQuery,
+      detail: { summary: 'Top-ups, newest first' },
+    })
+    .get('/api/billing/payments/:id', ({ caller, params }) => payments.get(caller.userId, params.id), {
+      auth: ['session'],
+      params: s.IdParams,
+      detail: { summary: 'One top-up (polling reconciles it with the provider)' },
+    })
+    .get('/api/payments/providers', () => payments.providerList(), { detail: { summary: 'Enabled payment providers' } })
+    .post('/api/payments/webhooks/:provider', async ({ params, request }) => payments.handleNotification(params.provider, await request.text(), request.headers), {
+      parse: 'none',
+      params: s.ProviderParams,
+      detail: { summary: 'Provider notifications (signature checked on the raw body)' },
+    })
+    .get('/api/billing/invoices', ({ caller }) => invoices.listInvoices(caller.userId), { auth: ['session'], detail: { summary: 'Invoices (China site)' } })
+    .post(
+      '/api/billing/invoices',
+      async ({ caller, body, set }) => {
+        const invoice = await invoices.createInvoice(caller.userId, body);
+        set.status = 201;
+        return invoice;
+      },
+      { auth: ['session'], body: s.CreateInvoiceBody, detail: { summary: 'Issue an invoice for a paid payment (China site)' } },
+    )
+    .get('/api/billing/invoices/:paymentId/download', ({ caller, params }) => invoices.downloadInvoice(caller.userId, params.paymentId), {
+      auth: ['session', 'query'],
+      params: s.PaymentIdParams,
+      detail: { summary: 'Invoice as HTML (China site)' },
+    })
+    .get('/api/billing/receipts/:paymentId/download', ({ caller, params }) => invoices.downloadReceipt(caller, params.paymentId), {
+      auth: ['session', 'query'],
+      params: s.PaymentIdParams,
+      detail: { summary: 'Card receipt as HTML (international site)' },
+    });
+  if (!sandbox) return app;
+  // The sandbox provider's own pages: no credential, they stand for the provider's checkout.
+  return app
+    .get('/api/payments/sandbox/:id', async ({ params }) => html(await sandbox.page(params.id)), { params: s.IdParams, detail: { summary: 'Sandbox checkout page' } })
+    .get('/api/payments/sandbox/:id/qr.svg', async ({ params }) => html(await sandbox.qrSvg(params.id), 'image/svg+xml'), {
+      params: s.IdParams,
+      detail: { summary: 'Sandbox checkout QR code' },
+    })
+    .post(
+      '/api/payments/sandbox/:id/:decision',
+      async ({ params, redirect }) => {
+        await sandbox.decide(params.id, params.decision === 'pay' ? 'paid' : 'failed');
+        return redirect(`/api/payments/sandbox/${params.id}`, 303);
+      },
+      { params: t.Object({ id: t.String(), decision: t.UnionEnum(['pay', 'fail']) }), detail: { summary: 'Sandbox Pay / Fail buttons' } },
+    );
+};

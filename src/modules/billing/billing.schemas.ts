@@ -1,0 +1,31 @@
+import { t } from 'elysia';
+
+/** DECISIONS §2: limit 1..200, default 50; an opaque cursor. */
+export const ListQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: t.Optional(t.String({ minLength: 1 })),
+});
+
+export const PaymentListQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: t.Optional(t.String({ minLength: 1 })),
+  status: t.Optional(t.UnionEnum(['pending', 'paid', 'failed', 'expired'])),
+});
+
+export const CreatePaymentBody = t.Object({
+  provider: t.String({ minLength: 1 }),
+  amount: t.Number({ exclusiveMinimum: 0 }),
+  currency: t.String({ minLength: 1 }),
+});
+
+export const IdempotencyHeaders = t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255 })) });
+
+export const CreateInvoiceBody = t.Object({
+  payment_id: t.String({ minLength: 1 }),
+  title: t.String({ minLength: 1, maxLength: 200 }),
+  tax_id: t.Optional(t.String({ maxLength: 32 })),
+});
+
+export const IdParams = t.Object({ id: t.String() });
+export const PaymentIdParams = t.Object({ paymentId: t.String() });
+export const ProviderParams = t.Object({ provider: t.String() });

@@ -1,0 +1,306 @@
+/**
+ * Top-ups: create an order at the provider, then settle it from a verified notification, an order
+ * query (polling fallback) or expiry. Settling takes the payment row lock; pending → paid and the
+ * wallet credit (reference `payment:<id>`) commit together, so a payment is credited exactly once
+ * whatever replays, reorderings or races happen. Money received is never lost: a paid report is
+ * honoured even after the payment expired or failed.
+ */
+import { and, desc, eq, lt, lte, or } from 'drizzle-orm';
+import type { PaymentProviderId } from '../../config';
+import type { AppContext } from '../../platform/context';
+import { sha256Hex } from '../../platform/crypto';
+import { AppError } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import { payments } from './billing.tables';
+import { decodeCursor, page } from './cursor';
+import type { Ledger } from './ledger';
+import { centsAmountToMicros, toMajor } from './money';
+import { BadSignatureError, type PaymentProvider, type ProviderReport } from './providers';
+
+export const PAYMENT_TTL_MS = 30 * 60_000;
+export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired'] as const;
+const KNOWN_PROVIDERS: readonly string[] = ['card', 'chat_wallet', 'app_wallet'];
+
+export type Payment = typeof payments.$inferSelect;
+
+export interface PaymentsOptions {
+  /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
+  pollGraceMs?: number;
+}
+
+export interface CreatePaymentInput {
+  provider: string;
+  amount: number;
+  currency: string;
+}
+
+export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<PaymentProviderId, PaymentProvider>, opts: PaymentsOptions = {}) {
+  const { db } = ctx.database;
+  const { config, log } = ctx;
+  const pollGraceMs = opts.pollGraceMs ?? 10_000;
+
+  /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
+  function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
+    if (!KNOWN_PROVIDERS.includes(input.provider)) throw new AppError('invalid', `unknown provider "${input.provider}"`);
+    if (input.currency !== config.currency) throw new AppError('invalid', `currency must be ${config.currency} on this site`);
+    if (!Number.isFinite(input.amount) || input.amount < config.topupMin || input.amount > config.topupMax)
+      throw new AppError('invalid', `amount must be between ${config.topupMin} and ${config.topupMax} ${config.currency}`);
+    const amountMicros = centsAmountToMicros(input.amount);
+    if (amountMicros === null) throw new AppError('invalid', 'amount must have at most two decimals');
+    const provider = providers.get(input.provider as PaymentProviderId);
+    if (!provider) throw new AppError('conflict', `provider "${input.provider}" is not enabled on this site`);
+    return { provider, amountMicros };
+  }
+
+  async function create(userId: string, input: CreatePaymentInput, idempotencyKey?: string) {
+    const { provider, amountMicros } = validate(input);
+    const requestHash = sha256Hex(`${provider.id}|${amountMicros}|${input.currency}`);
+    if (idempotencyKey !== undefined) {
+      const existing = await byIdempotencyKey(userId, idempotencyKey);
+      if (existing) return replayCreate(existing, requestHash);
+    }
+    const now = ctx.clock.now();
+    const row = {
+      id: newId('pay'),
+      userId,
+      provider: provider.id,
+      amountMicros,
+      currency: config.currency,
+      status: 'pending',
+      idempotencyKey: idempotencyKey ?? null,
+      requestHash,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + PAYMENT_TTL_MS),
+      updatedAt: now,
+    };
+    const inserted = await db.insert(payments).values(row).onConflictDoNothing().returning({ id: payments.id });
+    if (inserted.length === 0) return replayCreate((await byIdempotencyKey(userId, idempotencyKey!))!, requestHash);
+
+    let order: Awaited<ReturnType<PaymentProvider['createOrder']>>;
+    try {
+      order = await provider.createOrder({
+        paymentId: row.id,
+        amountMicros,
+        currency: config.currency,
+        description: `Wallet top-up ${row.id}`,
+        expiresAt: row.expiresAt,
+      });
+    } catch (err) {
+      log.error({ err, payment_id: row.id, provider: provider.id }, 'provider refused to create the order');
+      await db.update(payments).set({ status: 'failed', updatedAt: ctx.clock.now() }).where(and(eq(payments.id, row.id), eq(payments.status, 'pending')));
+      throw new AppError('upstream', 'the payment provider is unavailable, try again');
+    }
+    const [saved] = await db
+      .update(payments)
+      .set({ redirectUrl: order.redirectUrl ?? null, qrCodeUrl: order.qrCodeUrl ?? null, providerOrderId: order.providerOrderId ?? null, expiresAt: order.expiresAt })
+      .where(eq(payments.id, row.id))
+      .returning();
+    return createdView(saved!);
+  }
+
+  async function byIdempotencyKey(userId: string, key: string) {
+    const [p] = await db.select().from(payments).where(and(eq(payments.userId, userId), eq(payments.idempotencyKey, key)));
+    return p;
+  }
+
+  function replayCreate(existing: Payment, requestHash: string) {
+    if (existing.requestHash !== requestHash) throw new AppError('conflict', 'this Idempotency-Key was used for a different payment request');
+    return createdView(existing);
+  }
+
+  async function list(userId: string, query: { limit: number; cursor?: string; status?: string }) {
+    const after = decodeCursor(query.cursor);
+    // Expire what is due first, so a status filter never shows a pending payment that is over.
+    await sweep({ userId });
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          eq(payments.userId, userId),
+          query.status ? eq(payments.status, query.status) : undefined,
+          after ? or(lt(payments.createdAt, after.createdAt), and(eq(payments.createdAt, after.createdAt), lt(payments.id, after.id))) : undefined,
+        ),
+      )
+      .orderBy(desc(payments.createdAt), desc(payments.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    return { payments: items.map(listView), next_cursor: nextCursor };
+  }
+
+  /** Owner first: another account's payment is the same 404 as a missing one. */
+  async function requireOwn(userId: string, id: string): Promise<Payment> {
+    const [p] = await db.select().from(payments).where(and(eq(payments.id, id), eq(payments.userId, userId)));
+    if (!p) throw new AppError('not_found', 'payment not found');
+    return p;
+  }
+
+  /** A read that reconciles: asks the provider about a pending payment past the grace period, and expires it when due. */
+  async function get(userId: string, id: string) {
+    let p = await requireOwn(userId, id);
+    if (p.status === 'pending') p = await reconcile(p);
+    return detailView(p);
+  }
+
+  async function reconcile(p: Payment): Promise<Payment> {
+    const now = ctx.clock.now();
+    const due = p.expiresAt <= now;
+    const lastAsked = Math.max(p.createdAt.getTime(), p.checkedAt?.getTime() ?? 0);
+    if (due || now.getTime() - lastAsked >= pollGraceMs) {
+      await db.update(payments).set({ checkedAt: now }).where(eq(payments.id, p.id));
+      const report = await queryProvider(p);
+      if (report && report.status !== 'pending') {
+        const settled = await settle(p.provider as PaymentProviderId, { ...report, paymentId: p.id }, 'query');
+        if (settled.status !== 'pending') return settled; // else a mismatch was recorded: expire as usual
+      }
+    }
+    if (!due) return (await reload(p.id))!;
+    await closeQuietly(p);
+    return settle(p.provider as PaymentProviderId, { paymentId: p.id, status: 'expired' }, 'expiry');
+  }
+
+  async function queryProvider(p: Payment): Promise<ProviderReport | null> {
+    const provider = providers.get(p.provider as PaymentProviderId);
+    if (!provider) return null;
+    try {
+      return await provider.queryOrder({ id: p.id, providerOrderId: p.providerOrderId });
+    } catch (err) {
+      log.warn({ err, payment_id: p.id }, 'provider order query failed');
+      return null;
+    }
+  }
+
+  async function closeQuietly(p: Payment) {
+    try {
+      await providers.get(p.provider as PaymentProviderId)?.closeOrder({ id: p.id, providerOrderId: p.providerOrderId });
+    } catch (err) {
+      // The payment still expires here; a paid notification that arrives later is still credited.
+      log.warn({ err, payment_id: p.id }, 'provider order close failed');
+    }
+  }
+
+  const reload = async (id: string) => (await db.select().from(payments).where(eq(payments.id, id)))[0];
+
+  /**
+   * Applies a provider's report under the payment's row lock. paid: credit once (a replay finds
+   * status paid and does nothing); a wrong amount or currency is recorded and not credited.
+   */
+  async function settle(providerId: PaymentProviderId, report: ProviderReport, source: string): Promise<Payment> {
+    return db.transaction(async (tx) => {
+      const [p] = await tx
+        .select()
+        .from(payments)
+        .where(and(eq(payments.id, report.paymentId), eq(payments.provider, providerId)))
+        .for('update');
+      if (!p) throw new AppError('not_found', 'payment not found');
+      const now = ctx.clock.now();
+      if (report.status === 'paid') {
+        if (p.status === 'paid') return p;
+        if (report.amountMicros !== p.amountMicros || report.currency !== p.currency) {
+          log.error(
+            { payment_id: p.id, source, expected: String(p.amountMicros), reported: String(report.amountMicros), currency: report.currency },
+            'provider reported a paid amount that does not match the order; not credited',
+          );
+          const [m] = await tx
+            .update(payments)
+            .set({ mismatchAmountMicros: report.amountMicros ?? null, mismatchCurrency: report.currency ?? null, updatedAt: now })
+            .where(eq(payments.id, p.id))
+            .returning();
+          return m!;
+        }
+        const [paid] = await tx
+          .update(payments)
+          .set({ status: 'paid', paidAt: now, providerReference: report.providerReference ?? null, updatedAt: now })
+          .where(eq(payments.id, p.id))
+          .returning();
+        await ledger.apply(tx, {
+          userId: p.userId,
+          type: 'topup',
+          amountMicros: p.amountMicros,
+          reference: `payment:${p.id}`,
+          description: `Top-up ${p.id} (${p.provider})`,
+        });
+        log.info({ payment_id: p.id, source, was: p.status }, 'payment paid and credited');
+        return paid!;
+      }
+      if (p.status !== 'pending' || report.status === 'pending') return p;
+      const [next] = await tx.update(payments).set({ status: report.status, updatedAt: now }).where(eq(payments.id, p.id)).returning();
+      log.info({ payment_id: p.id, source, status: report.status }, 'payment settled');
+      return next!;
+    });
+  }
+
+  /** POST /api/payments/webhooks/{provider}: the signature is checked on the raw body before anything is read. */
+  async function handleNotification(providerId: string, rawBody: string, headers: Headers): Promise<Response> {
+    const provider = providers.get(providerId as PaymentProviderId);
+    if (!provider) throw new AppError('not_found', 'unknown payment provider');
+    try {
+      await provider.verifyNotification(rawBody, headers);
+    } catch (err) {
+      if (!(err instanceof BadSignatureError)) log.warn({ err, provider: providerId }, 'notification verification failed');
+      throw new AppError('invalid', 'notification signature is not valid');
+    }
+    let report: ProviderReport | null;
+    try {
+      report = await provider.parseNotification(rawBody, headers);
+    } catch (err) {
+      log.warn({ err, provider: providerId }, 'signed notification could not be parsed');
+      throw new AppError('invalid', 'notification body is not valid');
+    }
+    if (report) await settle(provider.id, report, 'notification');
+    return provider.acknowledge();
+  }
+
+  /** Expires pending payments past expires_at (asking the provider first: a paid one is credited instead). */
+  async function sweep(scope: { userId?: string; limit?: number } = {}): Promise<number> {
+    const due = await db
+      .select()
+      .from(payments)
+      .where(and(eq(payments.status, 'pending'), lte(payments.expiresAt, ctx.clock.now()), scope.userId ? eq(payments.userId, scope.userId) : undefined))
+      .limit(scope.limit ?? 100);
+    for (const p of due) await reconcile(p);
+    return due.length;
+  }
+
+  function providerList() {
+    return {
+      providers: [...providers.values()].map((p) => ({ id: p.id, name: p.name, currency: config.currency, mode: config.paymentMode })),
+    };
+  }
+
+  return { create, list, get, requireOwn, settle, handleNotification, sweep, providerList, providers };
+}
+
+export type Payments = ReturnType<typeof createPayments>;
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+function createdView(p: Payment) {
+  return {
+    id: p.id,
+    provider: p.provider,
+    amount: toMajor(p.amountMicros),
+    currency: p.currency,
+    status: p.status,
+    created_at: p.createdAt.toISOString(),
+    ...(p.redirectUrl ? { redirect_url: p.redirectUrl } : {}),
+    ...(p.qrCodeUrl ? { qr_code_url: p.qrCodeUrl } : {}),
+    expires_at: p.expiresAt.toISOString(),
+  };
+}
+
+function listView(p: Payment) {
+  return {
+    id: p.id,
+    provider: p.provider,
+    amount: toMajor(p.amountMicros),
+    currency: p.currency,
+    status: p.status,
+    created_at: p.createdAt.toISOString(),
+    paid_at: iso(p.paidAt),
+  };
+}
+
+function detailView(p: Payment) {
+  return { ...listView(p), expires_at: p.expiresAt.toISOString(), provider_reference: p.providerReference };
+}

@@ -1,0 +1,22 @@
+/** The periodic expiry of pending payments (reads expire them too; this catches the unread ones). */
+import type { AppContext } from '../../platform/context';
+import type { Payments } from './payments.service';
+
+export function startSweeper(ctx: AppContext, payments: Payments, intervalMs: number): () => void {
+  let running = false;
+  const timer = setInterval(async () => {
+    if (running) return; // a slow provider must not stack sweeps
+    running = true;
+    try {
+      await payments.sweep({ limit: 500 });
+    } catch (err) {
+      ctx.log.error({ err }, 'payment sweep failed');
+    } finally {
+      running = false;
+    }
+  }, intervalMs);
+  timer.unref?.();
+  const stop = () => clearInterval(timer);
+  ctx.onShutdown(stop);
+  return stop;
+}

@@ -1,0 +1,29 @@
+/** Shared helpers for billing tests: an adjustable clock and ledger/wallet assertions. */
+import { sql } from 'drizzle-orm';
+import type { AppContext } from '../../../src/platform/context';
+
+export function adjustableClock(start = Date.now()) {
+  let now = start;
+  return {
+    now: () => new Date(now),
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+export async function ledgerSumMicros(ctx: AppContext, userId: string): Promise<bigint> {
+  const [r] = await ctx.database.query<{ s: string }>(
+    sql`select coalesce(sum(amount_micros), 0)::text as s from wallet_transactions where user_id = ${userId}`,
+  );
+  return BigInt(r!.s);
+}
+
+/** Polls a condition until it holds or the deadline passes (no fixed sleeps in tests). */
+export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met before the deadline');
+    await Bun.sleep(10);
+  }
+}
