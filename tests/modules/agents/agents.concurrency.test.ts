@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { type AgentsHarness, getSession, isSettled, newSession, parseSse, streamEvent, startAgentsApp, waitFor } from './agents.helpers';
+import { type AgentsHarness, getSession, handClock, isSettled, newSession, parseSse, streamEvent, startAgentsApp, waitFor } from './agents.helpers';
 
 const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
 
@@ -107,5 +107,37 @@ describe('agent turns under concurrency (postgres)', () => {
     expect(up.stats.streamsCompleted).toBe(0);
     const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from agent_turns where session_id = ${session.id}`);
     expect(row!.n).toBe(0);
+  });
+});
+
+describe('a turn lost with its process (postgres)', () => {
+  const clock = handClock();
+  let h: AgentsHarness;
+  beforeAll(async () => {
+    h = await startAgentsApp('postgres', {}, { clock });
+  });
+  afterAll(() => h.close());
+
+  test('a turn still running after 15 minutes is marked failed and a new message is accepted', async () => {
+    const { t, up } = h;
+    up.set({ content: LONG, chunkDelayMs: 20 });
+    const { session } = await newSession(t, {});
+    expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'first' } })).status).toBe(201);
+    expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'too soon' } })).status).toBe(409);
+
+    clock.advance(15 * 60_000 + 1);
+    up.set({ content: 'fresh answer', chunkDelayMs: 0 });
+    expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'again' } })).status).toBe(201);
+    expect((await waitFor(() => getSession(t, session.id), isSettled, 'the new turn')).status).toBe('idle');
+
+    // The replaced turn's late outcome is dropped: only the new answer is in the history.
+    await waitFor(() => up.stats.streamsCompleted + up.stats.streamsAborted, (n) => n === 2, 'both upstream streams');
+    const turns = (await t.request('GET', `/v1/agents/sessions/${session.id}/turns?order=asc`)).body.data;
+    expect(turns.map((x: any) => [x.status, x.error])).toEqual([
+      ['failed', 'turn interrupted'],
+      ['completed', null],
+    ]);
+    const items = (await t.request('GET', `/v1/agents/sessions/${session.id}/items?order=asc`)).body.data;
+    expect(items.map((i: any) => i.content[0].text)).toEqual(['first', 'again', 'fresh answer']);
   });
 });

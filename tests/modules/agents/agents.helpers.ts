@@ -1,5 +1,6 @@
 /** Shared setup for the agent turn tests: the real app, a fake upstream behind the real router, SSE parsing. */
 import { createParser } from 'eventsource-parser';
+import type { Clock } from '../../../src/platform/clock';
 import { createTestApp, type TestApp } from '../../support/app';
 import type { DbKind } from '../../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
@@ -25,9 +26,9 @@ export interface AgentsHarness {
   close(): Promise<void>;
 }
 
-export async function startAgentsApp(kind: DbKind, env: Record<string, string> = {}): Promise<AgentsHarness> {
+export async function startAgentsApp(kind: DbKind, env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<AgentsHarness> {
   const up = await startFakeUpstream({ models: [MODEL] });
-  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, ...env });
+  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, ...env }, opts);
   await t.services.pricing.setModelPrices([{ slug: MODEL, unit: 'per_million_tokens', price: PRICE_PER_MILLION }]);
   return {
     t,
@@ -35,6 +36,17 @@ export async function startAgentsApp(kind: DbKind, env: Record<string, string> =
     async close() {
       await t.close();
       await up.close();
+    },
+  };
+}
+
+/** A clock the test moves by hand (starts at the real time). */
+export function handClock() {
+  let now = Date.now();
+  return {
+    now: () => new Date(now),
+    advance(ms: number) {
+      now += ms;
     },
   };
 }
