@@ -173,13 +173,13 @@ describe('gateway: bad input answers {error}, never charges, never 500', () => {
       const res = await post(u.key.key, body);
       expect({ what, status: res.status }).toEqual({ what, status });
       expect(res.headers.get('content-type')).toContain('application/json');
-      expect(typeof (await res.json()).error).toBe('string');
+      expect(typeof ((await res.json()) as { error: unknown }).error).toBe('string');
     }
     h.up.set({ garbage: true });
     for (const stream of [false, true]) {
       const res = await post(u.key.key, JSON.stringify({ model: 'm1', messages: msg, stream }));
       expect(res.status).toBe(502);
-      expect(typeof (await res.json()).error).toBe('string');
+      expect(typeof ((await res.json()) as { error: unknown }).error).toBe('string');
     }
     h.up.reset();
     await h.t.services.router.flushUsage();
@@ -194,7 +194,7 @@ describe('gateway: bad input answers {error}, never charges, never 500', () => {
     expect((await post('bfvk-0000000000000000000000000000000000000000', body)).status).toBe(401);
     const res = await post(u.key.key, body);
     expect(res.status).toBe(402);
-    expect(typeof (await res.json()).error).toBe('string');
+    expect(typeof ((await res.json()) as { error: unknown }).error).toBe('string');
     expect(h.up.requests.length).toBe(0);
   });
 
