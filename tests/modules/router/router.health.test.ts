@@ -1,0 +1,117 @@
+/** Router health (passive backoff, active probe, registerBackend), ROUTES parsing, per-key 429, and no usage lost on a graceful stop. */
+import { describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { buildApp } from '../../../src/app';
+import { ConfigError } from '../../../src/config';
+import { parseRoutes } from '../../../src/modules/router/router.config';
+import { createTestContext } from '../../support/app';
+import { createTestDatabase } from '../../support/db';
+import { startFakeUpstream } from '../../support/fake-upstream';
+import { makeApiKey, makeUser } from '../../support/make';
+import { fundedUser, startHarness } from '../gateway/gateway-harness';
+
+describe('ROUTES', () => {
+  test('parses name=strategy:a|b entries and refuses malformed ones naming the variable', () => {
+    const r = parseRoutes('auto=fallback:a|b; cheap = cheapest:b|a;spread=least-loaded:x');
+    expect([...r.values()]).toEqual([
+      { name: 'auto', strategy: 'fallback', models: ['a', 'b'] },
+      { name: 'cheap', strategy: 'cheapest', models: ['b', 'a'] },
+      { name: 'spread', strategy: 'least-loaded', models: ['x'] },
+    ]);
+    for (const bad of ['auto', 'auto=random:a', 'auto=fallback:', 'a=fallback:x;a=fallback:y', 'auto=fallback:a||b'])
+      expect(() => parseRoutes(bad)).toThrow(ConfigError);
+  });
+});
+
+describe('backends', () => {
+  test('registerBackend adds a backend at run time; the probe takes a dead one out and puts it back', async () => {
+    const h = await startHarness({ env: { ROUTER_BACKOFF: '60s' } });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'engine-1', unit: 'per_request', price: 0.01 }]);
+      const u = await fundedUser(h, 1_000_000n);
+      const engine = await startFakeUpstream({ models: ['engine-1'] });
+      const unregister = h.t.services.router.registerBackend('engine-1', engine.url, { source: 'runtime' });
+      const r = await u.client.chat.completions.create({ model: 'engine-1', messages: [{ role: 'user', content: 'hi' }] });
+      expect(r.usage?.cost).toBe(0.01);
+      expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ source: 'runtime', healthy: true });
+      const port = engine.port;
+      await engine.close();
+      await h.t.services.router.probeBackends();
+      expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ healthy: false });
+      const revived = Bun.serve({ hostname: '127.0.0.1', port, fetch: () => Response.json({ object: 'list', data: [] }) });
+      await h.t.services.router.probeBackends();
+      expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ healthy: true, consecutive_failures: 0 });
+      await revived.stop(true);
+      unregister();
+      expect(h.t.services.router.listBackends().some((b) => b.model === 'engine-1')).toBe(false);
+      const gone = await u.client.chat.completions.create({ model: 'engine-1', messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => 200,
+        (e) => e.status,
+      );
+      expect(gone).toBe(503);
+      const listed = await fetch(`${h.baseUrl}/api/admin/router/backends`, { headers: { authorization: `Bearer ${(await makeUser(h.t, { admin: true })).token}` } });
+      expect(((await listed.json()) as { backends: unknown[] }).backends.length).toBe(1);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('rate limit per key: 429 with Retry-After, another key unaffected', async () => {
+    const h = await startHarness({ env: { RATE_LIMITS: 'gateway=2/1m' } });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.01 }]);
+      const u = await fundedUser(h, 1_000_000n);
+      const other = await fundedUser(h, 1_000_000n);
+      const call = (c: typeof u.client) => c.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).then(() => 200, (e) => e);
+      expect(await call(u.client)).toBe(200);
+      expect(await call(u.client)).toBe(200);
+      const refused = await call(u.client);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(await call(other.client)).toBe(200);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('graceful stop', () => {
+  test('every queued usage row and debit is written when the app shuts down', async () => {
+    const up = await startFakeUpstream({ models: ['m1'] });
+    const testDb = await createTestDatabase('postgres');
+    const tc = await createTestContext('postgres', { MODEL_BACKENDS: `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1s' }, { testDb });
+    try {
+      const { app, services } = await buildApp(tc.ctx);
+      await services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.001 }]);
+      const user = await services.accounts.createUser({ email: 'stop@example.com', password: 'password-123' });
+      const key = await makeApiKey({ services }, user.id);
+      await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000n, reference: 'stop-test', description: 'funds' });
+      const n = 200;
+      const statuses = await Promise.all(
+        Array.from({ length: n }, () =>
+          app
+            .handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${key.key}` }, body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }) }))
+            .then((r) => r.status),
+        ),
+      );
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      await tc.close(); // runs the shutdown hooks (the usage writer drains), keeps the database
+      const check = await createTestContext('postgres', {}, { testDb: await reopen(testDb.url!) });
+      const [row] = await check.ctx.database.query<{ n: number; debits: number }>(
+        sql`select (select count(*)::int from router_usage) as n, (select count(*)::int from wallet_transactions where type = 'usage') as debits`,
+      );
+      expect(row).toEqual({ n, debits: n });
+      await check.close();
+      await check.testDb.database.close();
+    } finally {
+      await up.close();
+      await testDb.drop();
+    }
+  });
+});
+
+async function reopen(url: string) {
+  const { openDatabase } = await import('../../../src/platform/db');
+  const database = await openDatabase({ databaseUrl: url, maxConnections: 2 });
+  return { database, url, drop: () => database.close() };
+}
