@@ -17,7 +17,18 @@ export interface Migration {
 // Arbitrary but fixed: "cpd" migrate lock.
 const MIGRATION_LOCK_KEY = 0x63_70_64_01;
 
+const hashOf = (m: Migration) => createHash('sha256').update(m.sql).digest('hex');
+
+/** Without taking the lock: is every migration already recorded, unchanged? (the usual restart) */
+async function upToDate(database: Database, migrations: Migration[]): Promise<boolean> {
+  const [table] = await database.query<{ exists: boolean }>(sql`select to_regclass('cpd_migrations') is not null as exists`);
+  if (!table?.exists) return false;
+  const done = new Map((await database.query<{ name: string; hash: string }>(sql`select name, hash from cpd_migrations`)).map((r) => [r.name, r.hash]));
+  return migrations.every((m) => done.get(m.name) === hashOf(m));
+}
+
 export async function migrate(database: Database, migrations: Migration[] = embeddedMigrations): Promise<string[]> {
+  if (await upToDate(database, migrations)) return [];
   const applied: string[] = [];
   await database.db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
@@ -30,7 +41,7 @@ export async function migrate(database: Database, migrations: Migration[] = embe
       ]),
     );
     for (const m of migrations) {
-      const hash = createHash('sha256').update(m.sql).digest('hex');
+      const hash = hashOf(m);
       const seen = done.get(m.name);
       if (seen !== undefined) {
         if (seen !== hash) throw new Error(`migration ${m.name} was changed after it was applied`);
