@@ -90,8 +90,11 @@ export function createAccountsService(ctx: AppContext) {
       userAgent: meta.userAgent?.slice(0, 256) ?? null,
       ip: meta.ip ?? null,
     };
-    await db.delete(sessions).where(and(eq(sessions.userId, userId), lte(sessions.expiresAt, now)));
-    await db.insert(sessions).values(row);
+    // One round trip: the account's expired sessions go as the new one comes.
+    await ctx.database.query(sql`
+      with expired as (delete from ${sessions} where ${sessions.userId} = ${userId} and ${sessions.expiresAt} <= ${now.toISOString()}::timestamptz)
+      insert into ${sessions} (id, user_id, token_hash, created_at, expires_at, user_agent, ip)
+      values (${row.id}, ${userId}, ${row.tokenHash}, ${now.toISOString()}::timestamptz, ${row.expiresAt.toISOString()}::timestamptz, ${row.userAgent}, ${row.ip})`);
     return { token, session: row };
   }
 

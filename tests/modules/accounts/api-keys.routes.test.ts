@@ -16,7 +16,7 @@ for (const kind of DB_KINDS) {
     let user: Awaited<ReturnType<typeof makeUser>>;
     let other: Awaited<ReturnType<typeof makeUser>>;
     /** A route taking keys, as the gateway's will. */
-    let keyRoute: Elysia;
+    let keyRoute: { handle(request: Request): Promise<Response> };
     const whoAmI = async (key: string) => {
       const res = await keyRoute.handle(new Request('http://localhost/k', { headers: { authorization: `Bearer ${key}` } }));
       return { status: res.status, body: await res.json() };

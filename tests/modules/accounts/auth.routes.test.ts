@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
@@ -16,7 +17,7 @@ for (const kind of DB_KINDS) {
     afterAll(() => t.close());
 
     async function userCount() {
-      const [row] = await t.ctx.database.query<{ n: number }>(await import('drizzle-orm').then(({ sql }) => sql`select count(*)::int as n from users`));
+      const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from users`);
       return row!.n;
     }
 
@@ -143,6 +144,10 @@ for (const kind of DB_KINDS) {
       expect((await t.request('GET', '/api/auth/me', { token: user.token })).status).toBe(200);
       clock.advance(60 * 60_000 + 1);
       expect((await t.request('GET', '/api/auth/me', { token: user.token })).status).toBe(401);
+      // The next sign-in clears the account's expired sessions.
+      expect((await t.request('POST', '/api/auth/login', { body: { identifier: user.email, password: user.password } })).status).toBe(200);
+      const rows = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from sessions where user_id = ${user.id}`);
+      expect(rows[0]!.n).toBe(1);
     });
 
     test('session routes refuse API keys and query tokens', async () => {
