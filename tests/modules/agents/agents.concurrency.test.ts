@@ -94,6 +94,41 @@ describe('agent turns under concurrency (postgres)', () => {
     expect(up.stats.streamsAborted).toBe(0);
   });
 
+  test('over a real socket: SSE headers on the wire, and a closed connection does not stop the turn', async () => {
+    const { t, up } = h;
+    up.reset();
+    up.set({ content: LONG, chunkDelayMs: 20 });
+    const { session } = await newSession(t, {});
+    t.app.listen({ hostname: '127.0.0.1', port: 0 });
+    try {
+      const abort = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${t.app.server!.port}/v1/agents/sessions/${session.id}/events/stream`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ role: 'user', content: 'over the wire' }),
+        signal: abort.signal,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toStartWith('text/event-stream');
+      expect(res.headers.get('x-request-id')).toBeTruthy();
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('\n\n')) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error('stream ended before the first frame');
+        text += new TextDecoder().decode(value);
+      }
+      expect(parseSse(text.slice(0, text.indexOf('\n\n') + 2))[0]!.event).toBe('delta');
+      abort.abort();
+      expect((await getSession(t, session.id)).status).toBe('in_progress');
+      expect((await waitFor(() => getSession(t, session.id), isSettled, 'the turn')).status).toBe('idle');
+      const items = await t.request('GET', `/v1/agents/sessions/${session.id}/items`);
+      expect(items.body.data[0].content[0].text).toBe(LONG);
+    } finally {
+      await t.app.stop(true);
+    }
+  });
+
   test('deleting a session mid-turn stops its upstream call', async () => {
     const { t, up } = h;
     up.reset();
