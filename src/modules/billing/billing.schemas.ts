@@ -9,7 +9,8 @@ export const ListQuery = t.Object({
 export const PaymentListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: t.Optional(t.String({ minLength: 1 })),
-  status: t.Optional(t.UnionEnum(['pending', 'paid', 'failed', 'expired'])),
+  // A pattern, not UnionEnum: Elysia fills an absent optional enum with its first member.
+  status: t.Optional(t.String({ pattern: '^(pending|paid|failed|expired)$' })),
 });
 
 export const CreatePaymentBody = t.Object({
