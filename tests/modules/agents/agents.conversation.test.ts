@@ -205,6 +205,19 @@ for (const kind of DB_KINDS) {
       expect(await getSession(t, session.id)).toMatchObject({ status: 'idle', error: null });
     });
 
+    test('a key owner with an empty wallet: the turn fails before any model call', async () => {
+      const { t, up } = h;
+      up.reset();
+      const user = await makeUser(t);
+      const key = await makeApiKey(t, user.id);
+      const { session } = await newSession(t, {}, key.key);
+      const frames = parseSse(await (await streamEvent(t, session.id, { role: 'user', content: 'hi' }, { token: key.key })).text());
+      expect(frames.map((f) => f.event)).toEqual(['error', 'turn.completed']);
+      expect(await getSession(t, session.id, key.key)).toMatchObject({ status: 'failed', error: frames[0]!.data.error });
+      expect(up.stats.completions).toBe(0);
+      expect(await t.services.billing.getBalanceMicros(user.id)).toBe(0n);
+    });
+
     test('bad events are refused as JSON errors and change nothing', async () => {
       const { t } = h;
       const { session } = await newSession(t, {});
