@@ -1,7 +1,7 @@
 /**
  * The usage writer. Usage rows are queued in process and written in batches: one database
- * transaction per batch inserts the rows, upserts the hourly rollup and makes each row's wallet
- * debit through billing.debitUsage (idempotent on `usage:<row id>`). A response never waits for the
+ * transaction per batch inserts the rows, upserts the hourly rollup and debits each user's wallet
+ * through billing.debitUsage (idempotent on `usage:<first row id>`). A response never waits for the
  * database; a full queue (maxQueue rows) makes new requests wait for room (backpressure), and
  * close() — registered on ctx.onShutdown, after the listener stopped — drains everything.
  * Writes lock wallets and rollup rows in sorted order so replicas cannot deadlock each other.
@@ -90,16 +90,20 @@ export function createUsageWriter(
             costUsdMicros: sql`${h.costUsdMicros} + excluded.cost_usd_micros`,
           },
         });
+      // One `usage` ledger entry per user per batch: a single request when traffic is light, the
+      // batch's requests of that user under load (its reference names the first usage row).
       const balances = new Map<string, bigint>();
-      const billed = batch.filter((r) => r.userId && r.costMicros > 0n).sort((a, b) => (a.userId! < b.userId! ? -1 : a.userId! > b.userId! ? 1 : 0));
-      for (const r of billed) {
-        const { balanceMicros } = await billing.debitUsage(tx, {
-          userId: r.userId!,
-          amountMicros: r.costMicros,
-          reference: `usage:${r.id}`,
-          description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
-        });
-        balances.set(r.userId!, balanceMicros);
+      const perUser = new Map<string, UsageRecord[]>();
+      for (const r of batch) if (r.userId && r.costMicros > 0n) perUser.set(r.userId, [...(perUser.get(r.userId) ?? []), r]);
+      for (const userId of [...perUser.keys()].sort()) {
+        const rows = perUser.get(userId)!;
+        const amountMicros = rows.reduce((sum, r) => sum + r.costMicros, 0n);
+        const description =
+          rows.length === 1
+            ? `${rows[0]!.model} via ${rows[0]!.entrypoint}: ${rows[0]!.promptTokens}+${rows[0]!.completionTokens} tokens`
+            : `${rows.length} router requests (${[...new Set(rows.map((r) => r.model))].join(', ')})`;
+        const { balanceMicros } = await billing.debitUsage(tx, { userId, amountMicros, reference: `usage:${rows[0]!.id}`, description });
+        balances.set(userId, balanceMicros);
       }
       return balances;
     });

@@ -32,7 +32,7 @@ describe('backends', () => {
       const engine = await startFakeUpstream({ models: ['engine-1'] });
       const unregister = h.t.services.router.registerBackend('engine-1', engine.url, { source: 'runtime' });
       const r = await u.client.chat.completions.create({ model: 'engine-1', messages: [{ role: 'user', content: 'hi' }] });
-      expect(r.usage?.cost).toBe(0.01);
+      expect((r.usage as unknown as { cost: number }).cost).toBe(0.01);
       expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ source: 'runtime', healthy: true });
       const port = engine.port;
       await engine.close();
@@ -97,10 +97,12 @@ describe('graceful stop', () => {
       expect(statuses.every((s) => s === 200)).toBe(true);
       await tc.close(); // runs the shutdown hooks (the usage writer drains), keeps the database
       const check = await createTestContext('postgres', {}, { testDb: await reopen(testDb.url!) });
-      const [row] = await check.ctx.database.query<{ n: number; debits: number }>(
-        sql`select (select count(*)::int from router_usage) as n, (select count(*)::int from wallet_transactions where type = 'usage') as debits`,
+      const [row] = await check.ctx.database.query<{ n: number; debited: string; balance: string }>(
+        sql`select (select count(*)::int from router_usage) as n,
+                   (select (-sum(amount_micros))::text from wallet_transactions where type = 'usage') as debited,
+                   (select balance_micros::text from wallets) as balance`,
       );
-      expect(row).toEqual({ n, debits: n });
+      expect(row).toEqual({ n, debited: String(n * 1000), balance: String(1_000_000 - n * 1000) });
       await check.close();
       await check.testDb.database.close();
     } finally {

@@ -1,0 +1,215 @@
+/**
+ * Gateway benchmark (issue 7), one run, every server in its own process on 127.0.0.1:
+ *   direct    the fake OpenAI upstream itself (bench/support/gateway-peer.ts upstream)
+ *   bare      a bare Bun.serve passthrough proxy to it (the baseline for req/s)
+ *   cpd       `bun src/main.ts serve` on a PostgreSQL test database: key auth, rate limit, price,
+ *             balance admission, usage row + rollup + wallet debit (queued, batched) all on
+ *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
+ * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
+ * ratio cpd ÷ bare; SSE added time-to-first-byte and inter-chunk gap with 512 concurrent streams,
+ * and stalled streams. Targets: added p50 ≤ 0.3 ms, p99 ≤ 1 ms; ratio ≥ 0.6; zero stalled.
+ *
+ *   bun bench/gateway.ts          (N1=2000 N64=20000 to change the request counts)
+ */
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { buildApp } from '../src/app';
+import { createTestContext } from '../tests/support/app';
+import { createTestDatabase } from '../tests/support/db';
+import { makeApiKey } from '../tests/support/make';
+
+const N1 = Number(process.env.N1 ?? 2000);
+const N64 = Number(process.env.N64 ?? 20000);
+const STREAMS = 512;
+const root = join(import.meta.dir, '..');
+const children: Array<ReturnType<typeof Bun.spawn>> = [];
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+const f2 = (x: number) => x.toFixed(3);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function spawnLine(cmd: string[], env: Record<string, string> = {}): Promise<string> {
+  const proc = Bun.spawn(cmd, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' });
+  children.push(proc);
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  reader.releaseLock();
+  return new TextDecoder().decode(value).trim().split('\n')[0]!;
+}
+
+async function waitHttp(url: string, init: RequestInit = {}) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const r = await fetch(url, init);
+      await r.arrayBuffer();
+      if (r.status < 500) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${url} did not come up`);
+    await Bun.sleep(100);
+  }
+}
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
+
+async function load(t: Target, n: number, concurrency: number) {
+  const lat: number[] = [];
+  let next = 0;
+  let failed = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const t0 = performance.now();
+        const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body });
+        await r.arrayBuffer();
+        if (r.status !== 200) failed++;
+        lat.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed };
+}
+
+async function sse(t: Target) {
+  const ttfb: number[] = [];
+  const gaps: number[] = [];
+  let stalled = 0;
+  const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
+  await Promise.all(
+    Array.from({ length: STREAMS }, async () => {
+      const t0 = performance.now();
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 30_000);
+      try {
+        const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: streamBody, signal: ac.signal });
+        const reader = r.body!.getReader();
+        let last = 0;
+        let text = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          const now = performance.now();
+          if (last === 0) ttfb.push(now - t0);
+          else gaps.push(now - last);
+          last = now;
+          text += new TextDecoder().decode(value);
+        }
+        if (!text.includes('[DONE]')) stalled++;
+      } catch {
+        stalled++;
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  return { ttfb50: pct(ttfb, 50), ttfb99: pct(ttfb, 99), gap50: pct(gaps, 50), gap99: pct(gaps, 99), stalled };
+}
+
+async function main() {
+  const upstream = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
+  const bare = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream]);
+
+  // cpd's data, written through its own services into a fresh PostgreSQL database.
+  const testDb = await createTestDatabase('postgres');
+  const tc = await createTestContext('postgres', { LOG_LEVEL: 'warn' }, { testDb });
+  const { services } = await buildApp(tc.ctx);
+  await services.pricing.setModelPrices([{ slug: 'bench', unit: 'per_million_tokens', price: 0.5 }]);
+  const user = await services.accounts.createUser({ email: 'bench@example.com', password: 'bench-password' });
+  const key = await makeApiKey({ services }, user.id);
+  await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000_000_000n, reference: 'bench', description: 'bench funds' });
+  await tc.close();
+
+  const cpdPort = await freePort();
+  const cpdEnv = {
+    DATABASE_URL: testDb.url!,
+    PORT: String(cpdPort),
+    HOST: '127.0.0.1',
+    MODEL_BACKENDS: `bench=${upstream}`,
+    RATE_LIMITS: 'gateway=100000000/1s',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: tc.dataDir,
+    SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
+  };
+  const cpdProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv }, stdout: 'ignore', stderr: 'inherit' });
+  children.push(cpdProc);
+  const cpd = `http://127.0.0.1:${cpdPort}/v1`;
+  await waitHttp(`http://127.0.0.1:${cpdPort}/healthz`);
+
+  const portkeyPort = await freePort();
+  const portkeyProc = Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' });
+  children.push(portkeyProc);
+  const portkey = `http://127.0.0.1:${portkeyPort}/v1`;
+  const portkeyHeaders = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream };
+  await waitHttp(`${portkey}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...portkeyHeaders }, body });
+
+  const targets: Target[] = [
+    { name: 'direct', url: upstream, headers: {} },
+    { name: 'bare', url: bare, headers: {} },
+    { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` } },
+    { name: 'portkey', url: portkey, headers: portkeyHeaders },
+  ];
+  for (const t of targets) await load(t, 500, 16); // warm-up: JIT, pools, caches
+
+  for (const [c, n] of [
+    [1, N1],
+    [64, N64],
+  ] as const) {
+    console.log(`\nnon-streaming, concurrency ${c}, ${n} requests each`);
+    const results: Record<string, Awaited<ReturnType<typeof load>>> = {};
+    for (const t of targets) results[t.name] = await load(t, n, c);
+    const d = results.direct!;
+    for (const t of targets) {
+      const r = results[t.name]!;
+      const added = t.name === 'direct' ? '' : `  added p50 ${f2(r.p50 - d.p50)} ms, p99 ${f2(r.p99 - d.p99)} ms`;
+      console.log(`  ${t.name.padEnd(8)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  failed ${r.failed}${added}`);
+    }
+    console.log(`  req/s cpd ÷ bare proxy: ${(results.cpd!.rps / results.bare!.rps).toFixed(2)} (target ≥ 0.6); portkey ÷ bare: ${(results.portkey!.rps / results.bare!.rps).toFixed(2)}`);
+  }
+
+  console.log(`\nSSE, ${STREAMS} concurrent streams of 20 chunks 10 ms apart`);
+  const streams: Record<string, Awaited<ReturnType<typeof sse>>> = {};
+  for (const t of targets) {
+    streams[t.name] = await sse(t);
+    const s = streams[t.name]!;
+    console.log(`  ${t.name.padEnd(8)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  stalled ${s.stalled}`);
+  }
+  const sd = streams.direct!;
+  const sc = streams.cpd!;
+  console.log(`  cpd added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms; added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
+
+  cpdProc.kill('SIGTERM');
+  await cpdProc.exited;
+  const check = await createTestContext('postgres', {}, { testDb: { ...testDb, drop: async () => {} } });
+  const [row] = await check.ctx.database.query<{ n: number }>(
+    (await import('drizzle-orm')).sql`select count(*)::int as n from router_usage`,
+  );
+  console.log(`\nusage rows written by cpd (all drained on SIGTERM): ${row!.n}`);
+  await check.close();
+}
+
+try {
+  await main();
+} finally {
+  for (const c of children) c.kill();
+}
+process.exit(0);

@@ -1,0 +1,29 @@
+/**
+ * Helper processes for bench/gateway.ts, each printing its base URL on one stdout line:
+ *   bun bench/support/gateway-peer.ts upstream           the fake OpenAI upstream (streams: 20 chunks 10 ms apart)
+ *   bun bench/support/gateway-peer.ts bare <upstream>    a bare Bun.serve passthrough proxy (the baseline)
+ */
+import { startFakeUpstream } from '../../tests/support/fake-upstream';
+
+const [mode, target] = process.argv.slice(2);
+
+if (mode === 'upstream') {
+  const content = 'token '.repeat(20).trim();
+  const up = await startFakeUpstream({ models: ['bench'], behaviour: (body) => (body.stream ? { content, chunkDelayMs: 10 } : {}) });
+  console.log(up.url);
+} else if (mode === 'bare') {
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const res = await fetch(`${target}${url.pathname.replace(/^\/v1/, '')}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.body, signal: req.signal });
+      return new Response(res.body, { status: res.status, headers: { 'content-type': res.headers.get('content-type') ?? 'application/json' } });
+    },
+  });
+  console.log(`http://127.0.0.1:${server.port}/v1`);
+} else {
+  console.error('usage: gateway-peer.ts upstream | bare <upstream-url>');
+  process.exit(2);
+}
