@@ -182,8 +182,8 @@ export function createAgentsCrud(ctx: AppContext) {
     getSession: async (p: Principal, id: string) => sessionView(await requireSessionRow(p, id)),
 
     async updateSession(p: Principal, id: string, input: SessionUpdateInput) {
-      await requireSessionRow(p, id);
-      if (input.metadata === undefined) return sessionView(await requireSessionRow(p, id));
+      const current = await requireSessionRow(p, id);
+      if (input.metadata === undefined) return sessionView(current);
       const [row] = await db
         .update(agentSessions)
         .set({ metadata: checkMetadata(input.metadata) })
