@@ -10,10 +10,13 @@ import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
 import { createCostReport, createRouterService, routerRoutes } from './modules/router';
-import { createPricingService, pricingRoutes } from './modules/pricing';
+import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
+import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import type { AppContext } from './platform/context';
 import { authPlugin } from './platform/http/auth';
+import { namedLimiter } from './platform/http/rate-limit';
+import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
@@ -24,6 +27,14 @@ export async function buildApp(ctx: AppContext) {
   const auth = authPlugin(accounts.resolver);
   const pricing = createPricingService(ctx);
   await pricing.load();
+  const store = openObjectStore(ctx.config, ctx.clock);
+  const registry = createRegistryService(ctx, { store });
+  await registry.load();
+  const downloads = createDownloads(ctx, { registry, store, limiter: namedLimiter(ctx, 'download') });
+  site.addPage({ path: '/', lastmod: () => registry.lastModified() });
+  site.addPage({ path: '/models', lastmod: () => registry.lastModified() });
+  site.addPages(() => registry.listModels().map((m) => ({ path: `/models/${m.slug}`, lastmod: () => registry.lastModified(m.slug) })));
+  site.addPage({ path: '/pricing', lastmod: () => pricing.lastModified() });
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const billing = createBillingService(ctx);
@@ -47,13 +58,16 @@ export async function buildApp(ctx: AppContext) {
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))
+    .use(pricingPages({ pricing, config: ctx.config }))
+    .use(registryRoutes({ auth, resolver: accounts.resolver, registry, downloads, store }))
+    .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing }))
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
-  const services = { accounts, site, pricing, releases, agents, billing, router, gateway };
+  const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway };
   return { app, services };
 }
 

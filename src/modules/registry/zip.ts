@@ -210,12 +210,12 @@ export type ReadObject = (key: string, start: number, end: number) => ReadableSt
 export function streamZip(plan: ZipPlan, read: ReadObject, start = 0, end = plan.size): ReadableStream<Uint8Array> {
   const parts = plan.segments.filter((s) => s.offset < end && s.offset + s.length > start);
   let index = 0;
-  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  let reader: AsyncIterator<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
         if (reader) {
-          const { done, value } = await reader.read();
+          const { done, value } = await reader.next();
           if (!done) {
             if (value.length) return controller.enqueue(value);
             continue;
@@ -231,11 +231,11 @@ export function streamZip(plan: ZipPlan, read: ReadObject, start = 0, end = plan
           index++;
           return controller.enqueue(part.bytes.subarray(from, to));
         }
-        reader = read(part.key, from, to).getReader();
+        reader = read(part.key, from, to)[Symbol.asyncIterator]();
       }
     },
     async cancel(reason) {
-      await reader?.cancel(reason);
+      await reader?.return?.(reason);
     },
   });
 }

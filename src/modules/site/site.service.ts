@@ -9,6 +9,8 @@ export interface SitemapPage {
 
 export function createSiteService(ctx: AppContext) {
   const pages: SitemapPage[] = [];
+  /** Page lists that change at run time (one page per model). */
+  const sources: Array<() => SitemapPage[]> = [];
 
   return {
     siteInfo() {
@@ -31,10 +33,14 @@ export function createSiteService(ctx: AppContext) {
       pages.push(page);
     },
 
+    addPages(source: () => SitemapPage[]) {
+      sources.push(source);
+    },
+
     async sitemapXml(): Promise<string> {
       const base = ctx.config.publicUrl;
       const urls = await Promise.all(
-        pages.map(async (p) => {
+        [...pages, ...sources.flatMap((source) => source())].map(async (p) => {
           const lastmod = p.lastmod ? await p.lastmod() : null;
           return `  <url>\n    <loc>${escapeXml(base + p.path)}</loc>${lastmod ? `\n    <lastmod>${lastmod.toISOString()}</lastmod>` : ''}\n  </url>`;
         }),
