@@ -85,7 +85,11 @@ export function createApiKeyStore(ctx: AppContext) {
     await ensureListening();
     const heard = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ECHO_WAIT_MS);
-      echoWaiters.set(keyId, [...(echoWaiters.get(keyId) ?? []), () => (clearTimeout(timer), resolve())]);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      echoWaiters.set(keyId, [...(echoWaiters.get(keyId) ?? []), wake]);
     });
     const revoked = await db.transaction(async (tx) => {
       const rows = await tx

@@ -42,6 +42,12 @@ export function normalizePhone(raw: string): string | null {
   return /^\+?\d{6,20}$/.test(phone) ? phone : null;
 }
 
+/** One spelling per identifier, so reformatting an email or a phone number does not get a fresh bucket. */
+function identifierKey(identifier: string): string {
+  const id = identifier.trim().toLowerCase();
+  return id.includes('@') ? id : (normalizePhone(id) ?? id);
+}
+
 function validateNewAccount(input: { email: string; password: string; phone?: string | null }) {
   const email = input.email.trim();
   if (email.length > 128 || !EMAIL.test(email)) throw new AppError('invalid', 'email is not a valid address of at most 128 characters');
@@ -105,7 +111,7 @@ export function createAccountsService(ctx: AppContext) {
 
   async function register(input: { email: string; password: string; phone?: string | null }, meta: RequestMeta) {
     if (ctx.config.registration === 'closed') throw new AppError('forbidden', 'registration is closed on this site');
-    enforceAll(limits.register, [`ip:${meta.address}`, `id:${input.email.trim().toLowerCase()}`], 'too many registrations; try again later');
+    enforceAll(limits.register, [`ip:${meta.address}`, `id:${identifierKey(input.email)}`], 'too many registrations; try again later');
     return signedIn(await createUser(input), meta);
   }
 
@@ -126,7 +132,7 @@ export function createAccountsService(ctx: AppContext) {
    * wrong password costs and answers the same 401. Hashes with older parameters are upgraded.
    */
   async function login(input: { identifier: string; password: string }, meta: RequestMeta): Promise<LoginResult> {
-    const buckets = [`ip:${meta.address}`, `id:${input.identifier.trim().toLowerCase()}`];
+    const buckets = [`ip:${meta.address}`, `id:${identifierKey(input.identifier)}`];
     enforceAll(limits.login, buckets, 'too many login attempts; try again later');
     const user = await findByIdentifier(input.identifier);
     const ok = await verifyPassword(user?.passwordHash ?? (await dummyHash()), input.password);

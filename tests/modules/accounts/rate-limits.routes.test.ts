@@ -35,6 +35,13 @@ describe('rate limits behind a trusted proxy', () => {
     expect((await login(user.email, user.password, '10.1.0.10')).status).toBe(200);
   });
 
+  test('reformatting a phone number does not get a fresh bucket', async () => {
+    for (const [i, phone] of ['+1 555 010 3000', '+1-555-010-3000', '+1 (555) 0103000'].entries()) {
+      expect((await login(phone, 'wrong password', `10.6.0.${i}`)).status).toBe(401);
+    }
+    expect429(await login('+15550103000', 'wrong password', '10.6.1.1'));
+  });
+
   test('failed logins are limited per client address, whatever the identifier', async () => {
     for (let i = 0; i < 3; i++) expect((await login(`nobody${i}@example.com`, 'wrong password', '10.2.0.1')).status).toBe(401);
     expect429(await login('nobody9@example.com', 'wrong password', '10.2.0.1'));

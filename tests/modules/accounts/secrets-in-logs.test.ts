@@ -11,7 +11,10 @@ const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32
 describe('no secret in the logs', () => {
   let t: TestApp;
   const secrets: string[] = [];
-  const keep = <T extends string>(s: T) => (secrets.push(s), s);
+  const keep = <T extends string>(s: T) => {
+    secrets.push(s);
+    return s;
+  };
 
   beforeAll(async () => {
     t = await createTestApp('postgres', { LOG_LEVEL: 'debug' });
