@@ -40,8 +40,8 @@ describe('agents in the compiled binary (postgres)', () => {
 
   test('a streamed tool-call conversation, and 401 without the key', async () => {
     expect((await call('GET', '/v1/agents', undefined, null)).status).toBe(401);
-    const agent = await (await call('POST', '/v1/agents', { model: MODEL, tools: [WEATHER_TOOL] })).json();
-    const session = await (await call('POST', '/v1/agents/sessions', { agent_id: agent.id })).json();
+    const agent = (await (await call('POST', '/v1/agents', { model: MODEL, tools: [WEATHER_TOOL] })).json()) as { id: string };
+    const session = (await (await call('POST', '/v1/agents/sessions', { agent_id: agent.id })).json()) as { id: string };
 
     const first = await call('POST', `/v1/agents/sessions/${session.id}/events/stream`, { role: 'user', content: 'Weather in Paris?' });
     expect(first.headers.get('content-type')).toStartWith('text/event-stream');
@@ -54,7 +54,7 @@ describe('agents in the compiled binary (postgres)', () => {
     const frames = parseSse(await second.text());
     expect(frames.filter((f) => f.event === 'delta').map((f) => f.data.content).join('')).toBe('It is sunny in Paris.');
     expect(frames.at(-1)!.event).toBe('turn.completed');
-    expect((await (await call('GET', `/v1/agents/sessions/${session.id}`)).json()).status).toBe('idle');
+    expect(((await (await call('GET', `/v1/agents/sessions/${session.id}`)).json()) as { status: string }).status).toBe('idle');
     expect((await call('GET', '/v1/vaults')).status).toBe(501);
   });
 
