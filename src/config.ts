@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/http/rate-limit';
 
 export type Site = 'intl' | 'cn';
@@ -27,6 +27,8 @@ export interface Config {
   presignTtlMs: number;
   paymentProviders: PaymentProviderId[];
   paymentMode: 'sandbox' | 'live';
+  /** Live-mode credentials of each enabled provider (null in sandbox mode or when not enabled). */
+  paymentCredentials: PaymentCredentials;
   topupMin: number;
   topupMax: number;
   modelBackends: Record<string, string[]>;
@@ -130,6 +132,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .filter(Boolean)
     .map((p) => oneOf('PAYMENT_PROVIDERS', p, allProviders));
 
+  const paymentMode = oneOf('PAYMENT_MODE', get('PAYMENT_MODE') ?? 'sandbox', ['sandbox', 'live'] as const);
   const topupMin = number('TOPUP_MIN', get('TOPUP_MIN') ?? '1', { min: 0.01 });
   const topupMax = number('TOPUP_MAX', get('TOPUP_MAX') ?? '10000', { min: 0.01 });
   if (topupMax < topupMin) throw new ConfigError('TOPUP_MAX', 'must not be below TOPUP_MIN');
@@ -178,7 +181,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sessionTtlMs: parseDuration('SESSION_TTL', get('SESSION_TTL') ?? '12h'),
     presignTtlMs: parseDuration('PRESIGN_TTL', get('PRESIGN_TTL') ?? '300s'),
     paymentProviders,
-    paymentMode: oneOf('PAYMENT_MODE', get('PAYMENT_MODE') ?? 'sandbox', ['sandbox', 'live'] as const),
+    paymentMode,
+    paymentCredentials: paymentCredentials(get, paymentMode === 'live' ? paymentProviders : []),
     topupMin,
     topupMax,
     modelBackends,
@@ -210,6 +214,68 @@ function rateLimitsFrom(raw: string | undefined) {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError('RATE_LIMITS', (err as Error).message);
   }
+}
+
+export interface PaymentCredentials {
+  card: { secretKey: string; webhookSecret: string; apiUrl: string } | null;
+  chatWallet: {
+    appId: string;
+    mchId: string;
+    mchSerialNo: string;
+    mchPrivateKey: string;
+    apiV3Key: string;
+    platformPublicKey: string;
+    apiUrl: string;
+  } | null;
+  appWallet: { appId: string; privateKey: string; alipayPublicKey: string; gatewayUrl: string } | null;
+}
+
+/** PAYMENT_MODE=live: every enabled provider's credentials must be present and well formed. */
+function paymentCredentials(get: (name: string) => string | undefined, live: PaymentProviderId[]): PaymentCredentials {
+  const need = (name: string) => get(name) ?? fail(name, 'is required when PAYMENT_MODE=live enables this provider');
+  // A PEM given inline (literal "\n" allowed, for env files) or as a path to a PEM file.
+  const pem = (name: string, kind: 'private' | 'public') => {
+    const raw = need(name);
+    const text = raw.includes('-----BEGIN') ? raw.replace(/\\n/g, '\n') : existsSync(raw) ? readFileSync(raw, 'utf8') : fail(name, 'is neither a PEM key nor a readable file');
+    try {
+      (kind === 'private' ? createPrivateKey : createPublicKey)(text);
+    } catch {
+      fail(name, `is not a valid ${kind} key (PEM)`);
+    }
+    return text;
+  };
+  const apiV3Key = (name: string) => {
+    const v = need(name);
+    return Buffer.byteLength(v) === 32 ? v : fail(name, 'must be the 32-byte APIv3 key');
+  };
+  return {
+    card: live.includes('card')
+      ? { secretKey: need('STRIPE_SECRET_KEY'), webhookSecret: need('STRIPE_WEBHOOK_SECRET'), apiUrl: httpUrl('STRIPE_API_URL', get('STRIPE_API_URL') ?? 'https://api.stripe.com') }
+      : null,
+    chatWallet: live.includes('chat_wallet')
+      ? {
+          appId: need('WECHAT_APP_ID'),
+          mchId: need('WECHAT_MCH_ID'),
+          mchSerialNo: need('WECHAT_MCH_SERIAL_NO'),
+          mchPrivateKey: pem('WECHAT_MCH_PRIVATE_KEY', 'private'),
+          apiV3Key: apiV3Key('WECHAT_API_V3_KEY'),
+          platformPublicKey: pem('WECHAT_PLATFORM_PUBLIC_KEY', 'public'),
+          apiUrl: httpUrl('WECHAT_API_URL', get('WECHAT_API_URL') ?? 'https://api.mch.weixin.qq.com'),
+        }
+      : null,
+    appWallet: live.includes('app_wallet')
+      ? {
+          appId: need('ALIPAY_APP_ID'),
+          privateKey: pem('ALIPAY_PRIVATE_KEY', 'private'),
+          alipayPublicKey: pem('ALIPAY_PUBLIC_KEY', 'public'),
+          gatewayUrl: httpUrl('ALIPAY_GATEWAY_URL', get('ALIPAY_GATEWAY_URL') ?? 'https://openapi.alipay.com/gateway.do'),
+        }
+      : null,
+  };
+}
+
+function fail(variable: string, message: string): never {
+  throw new ConfigError(variable, message);
 }
 
 function readOrCreateSecret(dataDir: string): string {
