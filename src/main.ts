@@ -3,6 +3,7 @@
 import { ConfigError } from './config';
 import { FatalError, UsageError } from './cli/args';
 import { migrateCommand } from './cli/migrate';
+import { modelsCommand } from './cli/models';
 import { serveCommand } from './cli/serve';
 import { usersCommand } from './cli/users';
 import { versionCommand } from './cli/version';
@@ -14,6 +15,7 @@ Commands:
   serve            start the server for one site
   migrate          apply database migrations and exit
   users create     create an account
+  models publish   publish a model file or bundle directory
   version          print the version
 
 Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment.
@@ -23,6 +25,7 @@ const commands: Record<string, (argv: string[]) => Promise<void> | void> = {
   serve: serveCommand,
   migrate: migrateCommand,
   users: usersCommand,
+  models: modelsCommand,
   version: versionCommand,
 };
 

@@ -80,7 +80,8 @@ async function hashFile(file: LocalFile, onBytes: (n: number) => void): Promise<
   return { crc32, sha256: sha.digest('hex') };
 }
 
-function validate(input: PublishInput): { quant: Quant; sdk: { major: number; minor: number } } {
+/** Checks slug, quant and sdk (throws AppError invalid); the CLI calls it before opening the database. */
+export function validatePublishInput(input: PublishInput): { quant: Quant; sdk: { major: number; minor: number } } {
   assertSlug(input.slug);
   if (!(QUANTS as readonly string[]).includes(input.quant)) throw new AppError('invalid', `invalid quant "${input.quant}": use int4, int8 or int326`);
   const sdk = parseSdk(input.sdk);
@@ -89,7 +90,7 @@ function validate(input: PublishInput): { quant: Quant; sdk: { major: number; mi
 }
 
 export async function publishArtifact(ctx: AppContext, store: ObjectStore, input: PublishInput, progress: PublishProgress = () => {}) {
-  const { quant, sdk } = validate(input);
+  const { quant, sdk } = validatePublishInput(input);
   const root = resolve(input.path);
   const info = await stat(root).catch(() => null);
   if (!info) throw new AppError('invalid', `path "${input.path}" does not exist`);
