@@ -240,7 +240,10 @@ describe('gateway: concurrency and aborts', () => {
       if (seen === 3) break; // the client stops reading: the SDK aborts the request
     }
     await waitFor(() => h.up.stats.streamsAborted === 1, 'the upstream stream to be aborted');
-    await waitFor(async () => (await usageRows(u.user.id)).length === 1 || (await h.t.services.router.flushUsage(), false), 'the usage row');
+    await waitFor(async () => {
+      await h.t.services.router.flushUsage();
+      return (await usageRows(u.user.id)).length === 1;
+    }, 'the usage row');
     const [row] = await usageRows(u.user.id);
     expect(row).toMatchObject({ aborted: true, streamed: true, status: 499, tokens_counted: true });
     expect(row!.completion_tokens).toBeGreaterThanOrEqual(3);
@@ -262,7 +265,10 @@ describe('gateway: concurrency and aborts', () => {
     await waitFor(() => h.up.stats.completions >= 1, 'the upstream to receive the request');
     ac.abort();
     expect(await pending).toBe('aborted');
-    await waitFor(async () => (await h.t.services.router.flushUsage(), (await usageRows(u.user.id)).length === 1), 'the usage row');
+    await waitFor(async () => {
+      await h.t.services.router.flushUsage();
+      return (await usageRows(u.user.id)).length === 1;
+    }, 'the usage row');
     const [row] = await usageRows(u.user.id);
     expect(row).toMatchObject({ status: 499, aborted: true });
     expect(BigInt(row!.cost_micros)).toBe(0n);
