@@ -36,7 +36,8 @@ interface ToolCallDelta {
 
 /** What the agents module needs from the router: a streamed, metered and billed chat completion. */
 export interface ChatModels {
-  streamChat(req: { caller: BilledCaller | null; body: ChatRequest; signal?: AbortSignal }): AsyncIterable<Record<string, unknown>>;
+  /** `requestId` ties the router's usage row to the turn. */
+  streamChat(req: { caller: BilledCaller | null; body: ChatRequest; signal?: AbortSignal; requestId?: string }): AsyncIterable<Record<string, unknown>>;
 }
 
 /** The parts of an OpenAI chat.completion.chunk a turn uses; anything malformed is skipped. */

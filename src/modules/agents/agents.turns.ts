@@ -212,7 +212,7 @@ export function createTurns(ctx: AppContext, crud: AgentsCrud, models: ChatModel
       const calls = new ToolCallCollector();
       const usage = { input: 0, output: 0 };
       let content = '';
-      for await (const chunk of models.streamChat({ caller: turn.caller, body: chatRequest(turn.agent, items), signal })) {
+      for await (const chunk of models.streamChat({ caller: turn.caller, body: chatRequest(turn.agent, items), signal, requestId: turn.turnId })) {
         const read = readChunk(chunk);
         if (read.usage) Object.assign(usage, read.usage);
         if (read.content) {

@@ -122,6 +122,10 @@ for (const kind of DB_KINDS) {
 
       // Billed like the gateway: 26 tokens at 1000 micro-units each.
       await waitFor(() => t.services.billing.getBalanceMicros(user.id), (b) => b === 10_000_000n - 26_000n, 'the wallet debits');
+      // The router's usage rows name the turns that made them.
+      await t.services.router.flushUsage();
+      const usage = await t.ctx.database.query<{ request_id: string }>(sql`select request_id from router_usage where user_id = ${user.id}`);
+      expect(usage.map((u) => u.request_id).sort()).toEqual(turns.body.data.map((x: any) => x.id).sort());
     });
 
     test('streaming: SSE frames for the tool call, then the answer in deltas', async () => {
