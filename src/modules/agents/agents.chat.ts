@@ -99,7 +99,10 @@ export function chatMessages(instructions: string | null, items: ItemRow[]): Cha
   return messages;
 }
 
-/** Streamed tool calls arrive as fragments keyed by index; this joins them. */
+/**
+ * Streamed tool calls arrive as fragments keyed by index; this joins them. Hand-written: the
+ * `openai` package's stream accumulator is a test-only dependency here, and this is a few lines.
+ */
 export class ToolCallCollector {
   private readonly calls = new Map<number, { id?: string; name: string; arguments: string }>();
 
