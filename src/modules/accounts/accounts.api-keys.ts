@@ -8,6 +8,7 @@
  * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
  * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { and, desc, eq, isNull, or, lt } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
@@ -22,6 +23,12 @@ const CACHE_MAX = 10_000;
 const LAST_USED_EVERY_MS = 60_000;
 /** How long a revoke waits to hear its own NOTIFY back (by then every listener has been sent it). */
 const ECHO_WAIT_MS = 2_000;
+/**
+ * Then a little longer before answering: PostgreSQL has queued the notification for every
+ * listener, but another replica's backend and event loop may not have run yet on a busy host.
+ * Revokes are rare; a client that saw 204 then finds the key refused everywhere.
+ */
+const REVOKE_GRACE_MS = 100;
 
 export interface ApiKeyView {
   id: string;
@@ -106,6 +113,7 @@ export function createApiKeyStore(ctx: AppContext) {
     }
     forget(keyId);
     await heard;
+    await sleep(REVOKE_GRACE_MS);
   }
 
   async function callerForKey(key: string): Promise<Caller | null> {

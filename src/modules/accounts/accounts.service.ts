@@ -65,6 +65,8 @@ export function createAccountsService(ctx: AppContext) {
   const keys = createApiKeyStore(ctx);
   const twoFactor = createTwoFactor(ctx);
   const limits = { login: namedLimiter(ctx, 'login'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
+  // Made now, so even the first unknown identifier costs one hash like a wrong password does.
+  void dummyHash();
 
   /** Takes a token from every bucket (so a blocked caller keeps paying) and refuses if any is empty. */
   function enforceAll(limiter: ReturnType<typeof namedLimiter>, bucketKeys: string[], message: string) {
