@@ -67,11 +67,11 @@ export function createLedger(ctx: AppContext) {
   /** The reference was applied before: answer the first entry, refuse a reuse by another wallet. */
   async function replayed(on: DbOrTx, entry: LedgerEntry): Promise<LedgerResult> {
     const [existing] = await on
-      .select({ id: walletTransactions.id, userId: walletTransactions.userId, amountMicros: walletTransactions.amountMicros })
+      .select({ id: walletTransactions.id, userId: walletTransactions.userId, type: walletTransactions.type, amountMicros: walletTransactions.amountMicros })
       .from(walletTransactions)
       .where(eq(walletTransactions.reference, entry.reference));
     if (!existing) throw new Error(`ledger entry ${entry.reference} neither inserted nor found`);
-    if (existing.userId !== entry.userId || existing.amountMicros !== entry.amountMicros)
+    if (existing.userId !== entry.userId || existing.type !== entry.type || existing.amountMicros !== entry.amountMicros)
       throw new AppError('conflict', 'this reference was already used for a different ledger entry');
     return { transactionId: existing.id, balanceMicros: await balanceOn(on, entry.userId), applied: false };
   }
