@@ -56,8 +56,9 @@ export function readChunk(chunk: Record<string, unknown>) {
 
 export function chatRequest(agent: AgentSnapshot, items: ItemRow[]): ChatRequest {
   const tools = agent.tools.map((tool) => {
-    const { name, description, parameters } = functionOf(tool);
-    return { type: 'function' as const, function: { name, ...(description ? { description } : {}), ...(parameters ? { parameters } : {}) } };
+    const { name, description, parameters, strict } = functionOf(tool) as Record<string, unknown>;
+    const fn = { name, ...(description ? { description } : {}), ...(parameters ? { parameters } : {}), ...(typeof strict === 'boolean' ? { strict } : {}) };
+    return { type: 'function' as const, function: fn };
   });
   return {
     model: agent.model,
