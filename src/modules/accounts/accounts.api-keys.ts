@@ -45,8 +45,11 @@ export function createApiKeyStore(ctx: AppContext) {
   const echoWaiters = new Map<string, Array<() => void>>();
   const pendingWrites = new Set<Promise<unknown>>();
   let listening: Promise<void> | null = null;
+  /** Bumped by every revoke heard; a lookup that raced one does not cache its (stale) answer. */
+  let revokesHeard = 0;
 
   function forget(keyId: string) {
+    revokesHeard++;
     for (const [hash, entry] of cache) if (entry.caller.keyId === keyId) cache.delete(hash);
     lastUsedWritten.delete(keyId);
     for (const wake of echoWaiters.get(keyId) ?? []) wake();
@@ -127,6 +130,7 @@ export function createApiKeyStore(ctx: AppContext) {
     const cached = cache.get(hash);
     let caller = cached && now - cached.at < CACHE_TTL_MS ? cached.caller : null;
     if (!caller) {
+      const before = revokesHeard;
       const [row] = await db
         .select({ keyId: apiKeys.id, site: apiKeys.site, userId: users.id, email: users.email, isAdmin: users.isAdmin })
         .from(apiKeys)
@@ -136,8 +140,10 @@ export function createApiKeyStore(ctx: AppContext) {
       // A key of the other site is refused like an unknown one (SPEC "Authentication" rule 3).
       if (!row || row.site !== ctx.config.site) return null;
       caller = { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.keyId };
-      if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-      cache.set(hash, { caller, at: now });
+      if (revokesHeard === before) {
+        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+        cache.set(hash, { caller, at: now });
+      }
     }
     touch(caller.keyId!, now);
     return caller;
