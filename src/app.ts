@@ -13,6 +13,7 @@ import { createCostReport, createRouterService, routerRoutes } from './modules/r
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
+import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import type { AppContext } from './platform/context';
 import { authPlugin } from './platform/http/auth';
 import { namedLimiter } from './platform/http/rate-limit';
@@ -43,6 +44,9 @@ export async function buildApp(ctx: AppContext) {
   await router.ready();
   const gateway = createGatewayService(ctx, router);
   const agents = createAgentsService(ctx, { models: router });
+  // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
+  const runtime = createSupervisor(ctx, { registry, router });
+  ctx.onShutdown(() => runtime.stop());
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
@@ -65,9 +69,10 @@ export async function buildApp(ctx: AppContext) {
     .use(billingRoutes({ auth, billing }))
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
+    .use(runtimeRoutes({ auth, supervisor: runtime }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
-  const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway };
+  const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
 }
 

@@ -28,7 +28,7 @@ export async function serveCommand(argv: string[]) {
     throw new FatalError(`migrations failed: ${(err as Error).message}`);
   });
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
-  const { app } = await buildApp(ctx);
+  const { app, services } = await buildApp(ctx);
   try {
     app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 64 * 1024 * 1024, idleTimeout: 120 });
   } catch (err) {
@@ -36,6 +36,8 @@ export async function serveCommand(argv: string[]) {
     throw new FatalError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
   }
   const server = app.server!;
+  // Engines start in the background (bundle download, FFI check); buildApp registered their stop.
+  if (services.runtime.configured()) void services.runtime.start();
   ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 
   let stopping = false;
