@@ -9,7 +9,8 @@
  * ratio cpd ÷ bare; SSE added time-to-first-byte and inter-chunk gap with 512 concurrent streams,
  * and stalled streams. Targets: added p50 ≤ 0.3 ms, p99 ≤ 1 ms; ratio ≥ 0.6; zero stalled.
  *
- *   bun bench/gateway.ts          (N1=2000 N64=20000 to change the request counts)
+ *   bun bench/gateway.ts          (N1=2000 N64=20000 to change the request counts;
+ *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
  */
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -150,7 +151,9 @@ async function main() {
     DATA_DIR: tc.dataDir,
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
   };
-  const cpdProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv }, stdout: 'ignore', stderr: 'inherit' });
+  // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the cpd process there.
+  const prof = process.env.PROFILE_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
+  const cpdProc = Bun.spawn([process.execPath, ...prof, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv }, stdout: 'ignore', stderr: 'inherit' });
   children.push(cpdProc);
   const cpd = `http://127.0.0.1:${cpdPort}/v1`;
   await waitHttp(`http://127.0.0.1:${cpdPort}/healthz`);

@@ -13,7 +13,7 @@ import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
-import type { RouterService } from '../router';
+import { type RouterService, rawJsonOf } from '../router';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
@@ -71,7 +71,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
           controller.close();
           return;
         }
-        controller.enqueue(encoder.encode(`data: ${JSON.stringify(value)}\n\n`));
+        controller.enqueue(encoder.encode(`data: ${rawJsonOf(value) ?? JSON.stringify(value)}\n\n`));
       },
       async cancel() {
         stream.abort();

@@ -2,4 +2,4 @@ export { createRouterService, validateChatBody, type ChatCaller, type ChatReques
 export { createCostReport, GROUP_KEYS, type CostRow } from './router.cost';
 export { routerRoutes } from './router.routes';
 export type { BackendView } from './router.backends';
-export type { Chunk } from './router.upstream';
+export { rawJsonOf, type Chunk } from './router.upstream';

@@ -22,6 +22,13 @@ export class AttemptError extends Error {
 
 export type Chunk = Record<string, unknown>;
 
+const rawText = new WeakMap<Chunk, string>();
+
+/** The JSON text a chunk was parsed from, so a proxy can forward it without serializing it again. */
+export function rawJsonOf(chunk: Chunk): string | undefined {
+  return rawText.get(chunk);
+}
+
 /** A combined signal: the caller's (client disconnect) plus our own abort and timer. */
 export function attemptController(outer: AbortSignal | undefined) {
   const ac = new AbortController();
@@ -155,6 +162,7 @@ async function* chunksOf(reader: { read(): Promise<{ done: boolean; value?: Even
       }
       if (!chunk || typeof chunk !== 'object') throw new AttemptError('upstream', 'upstream sent an event that is not a chunk');
       if ((chunk as Chunk).error) throw new AttemptError('upstream', `upstream stream error: ${JSON.stringify((chunk as Chunk).error)}`);
+      rawText.set(chunk as Chunk, value.data);
       yield chunk as Chunk;
     }
   } finally {

@@ -9,7 +9,6 @@
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
-import { routerUsage, routerUsageHourly } from './router.tables';
 
 export interface UsageRecord {
   id: string;
@@ -44,6 +43,59 @@ export interface UsageWriterOptions {
 
 const HOUR_MS = 3_600_000;
 
+/**
+ * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
+ * into router_usage and aggregated into router_usage_hourly by one statement; rollup rows are
+ * upserted in key order so concurrent writers lock them in the same order.
+ */
+function insertStatement(batch: UsageRecord[], currency: string) {
+  const rows = JSON.stringify(
+    batch.map((r) => ({
+      id: r.id,
+      created_at: r.createdAt.toISOString(),
+      hour: new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS).toISOString(),
+      user_id: r.userId,
+      key_id: r.keyId,
+      entrypoint: r.entrypoint,
+      model: r.model,
+      backend: r.backend,
+      prompt_tokens: r.promptTokens,
+      completion_tokens: r.completionTokens,
+      cost_micros: String(r.costMicros),
+      cost_usd_micros: String(r.costUsdMicros),
+      tokens_counted: r.tokensCounted,
+      latency_ms: r.latencyMs,
+      status: r.status,
+      streamed: r.streamed,
+      aborted: r.aborted,
+      request_id: r.requestId,
+    })),
+  );
+  return sql`
+    with batch as (
+      select * from jsonb_to_recordset(${rows}::jsonb) as x(
+        id text, created_at timestamptz, hour timestamptz, user_id text, key_id text, entrypoint text, model text,
+        backend text, prompt_tokens integer, completion_tokens integer, cost_micros bigint, cost_usd_micros bigint,
+        tokens_counted boolean, latency_ms integer, status integer, streamed boolean, aborted boolean, request_id text)
+    ), usage_rows as (
+      insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
+        cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id)
+      select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
+        cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
+      from batch
+    )
+    insert into router_usage_hourly (hour, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
+    select hour, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
+    from batch
+    group by 1, 2, 3, 4
+    order by 1, 2, 3, 4
+    on conflict (hour, user_id, model, entrypoint) do update set
+      requests = router_usage_hourly.requests + excluded.requests,
+      tokens = router_usage_hourly.tokens + excluded.tokens,
+      cost_micros = router_usage_hourly.cost_micros + excluded.cost_micros,
+      cost_usd_micros = router_usage_hourly.cost_usd_micros + excluded.cost_usd_micros`;
+}
+
 export function createUsageWriter(
   ctx: AppContext,
   billing: Debitor,
@@ -63,33 +115,7 @@ export function createUsageWriter(
 
   async function writeBatch(batch: UsageRecord[]): Promise<Map<string, bigint>> {
     return db.transaction(async (tx) => {
-      await tx.insert(routerUsage).values(batch.map((r) => ({ ...r, currency })));
-      const hours = new Map<string, typeof routerUsageHourly.$inferInsert>();
-      for (const r of batch) {
-        const hour = new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS);
-        const userId = r.userId ?? '';
-        const key = `${hour.toISOString()}\u0000${userId}\u0000${r.model}\u0000${r.entrypoint}`;
-        const row = hours.get(key) ?? { hour, userId, model: r.model, entrypoint: r.entrypoint, requests: 0n, tokens: 0n, costMicros: 0n, costUsdMicros: 0n };
-        row.requests! += 1n;
-        row.tokens! += BigInt(r.promptTokens + r.completionTokens);
-        row.costMicros! += r.costMicros;
-        row.costUsdMicros! += r.costUsdMicros;
-        hours.set(key, row);
-      }
-      const sortedKeys = [...hours.keys()].sort();
-      const h = routerUsageHourly;
-      await tx
-        .insert(h)
-        .values(sortedKeys.map((k) => hours.get(k)!))
-        .onConflictDoUpdate({
-          target: [h.hour, h.userId, h.model, h.entrypoint],
-          set: {
-            requests: sql`${h.requests} + excluded.requests`,
-            tokens: sql`${h.tokens} + excluded.tokens`,
-            costMicros: sql`${h.costMicros} + excluded.cost_micros`,
-            costUsdMicros: sql`${h.costUsdMicros} + excluded.cost_usd_micros`,
-          },
-        });
+      await ctx.database.query(insertStatement(batch, currency), tx);
       // One `usage` ledger entry per user per batch: a single request when traffic is light, the
       // batch's requests of that user under load (its reference names the first usage row).
       const balances = new Map<string, bigint>();
