@@ -9,7 +9,7 @@ DEPS_STAMP := node_modules/.deps-installed
 .PHONY: run test build check lint typecheck bench migrations clean deps
 
 run: build
-	DATA_DIR=$${DATA_DIR:-./data} ./dist/cpd serve
+	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve
 
 test: build
 	$(BUN) test --timeout 60000
