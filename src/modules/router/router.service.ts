@@ -12,7 +12,7 @@ import { type Ticket, createAdmission } from './router.admission';
 import { type Backend, createBackendSet } from './router.backends';
 import { routerSettings } from './router.config';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
-import { countCompletionTokens, countPromptTokens, countText } from './router.tokens';
+import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, openStreamOnce } from './router.upstream';
 import { type UsageRecord, createUsageWriter } from './router.usage';
 import type { DbOrTx } from '../../platform/db';
@@ -117,7 +117,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const usage = createUsageWriter(ctx, deps.billing, admission.committed);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
+  // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
+  const preload = setTimeout(() => void loadTokenizer(), 1000);
+  preload.unref?.();
   ctx.onShutdown(async () => {
+    clearTimeout(preload);
     stopProbing();
     await usage.close();
   });
@@ -264,7 +268,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     if (validUsage(response.usage)) counts = { prompt: response.usage.prompt_tokens, completion: response.usage.completion_tokens, counted: false };
     else {
       const out = outputText(((response.choices as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>) ?? []).map((c) => c.message));
-      counts = { prompt: countPromptTokens(req.body), completion: countCompletionTokens(out.text, out.tools), counted: true };
+      counts = { prompt: await countPromptTokens(req.body), completion: await countCompletionTokens(out.text, out.tools), counted: true };
     }
     const costMicros = costOf(served.candidate.price, counts.prompt, counts.completion);
     const base = validUsage(response.usage) ? (response.usage as Record<string, unknown>) : { prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion };
@@ -286,10 +290,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       return failed(req, ticket, p, started, true, err);
     }
     const { candidate, backend, control } = served;
-    let promptCount: number | null = null;
-    const prompt = () => (promptCount ??= countPromptTokens(req.body));
+    const promptCount = await countPromptTokens(req.body);
     const firstOut = outputText(opened.head.flatMap(deltasOf));
-    const headerCostMicros = costOf(candidate.price, prompt(), countText(firstOut.text) + countText(firstOut.tools));
+    const headerCostMicros = costOf(candidate.price, promptCount, (await countText(firstOut.text)) + (await countText(firstOut.tools)));
 
     let finished = false;
     async function finish(outcome: 'done' | 'client' | 'upstream', upstreamUsage: unknown, text: string, tools: string): Promise<{ counts: UsageCounts; cost: bigint }> {
@@ -299,7 +302,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       if (outcome === 'done' && validUsage(upstreamUsage)) counts = { prompt: upstreamUsage.prompt_tokens, completion: upstreamUsage.completion_tokens, counted: false };
       else {
         const reportedPrompt = validUsage(upstreamUsage) ? upstreamUsage.prompt_tokens : null;
-        counts = { prompt: reportedPrompt ?? prompt(), completion: countCompletionTokens(text, tools), counted: true };
+        counts = { prompt: reportedPrompt ?? promptCount, completion: await countCompletionTokens(text, tools), counted: true };
       }
       // Billed for what was delivered: nothing when no token reached the client.
       const delivered = text !== '' || tools !== '' || outcome === 'done';

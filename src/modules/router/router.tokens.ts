@@ -5,7 +5,15 @@
  * 3 more; tool definitions count as their JSON. Upstream models use other tokenizers, so a count
  * is an estimate within a few percent; upstream usage always wins when present.
  */
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+
+type Counter = (text: string) => number;
+let counter: Promise<Counter> | null = null;
+
+/** The encoding's tables take a noticeable time to load, so they load on first use (or preload()), not at start-up. */
+export function loadTokenizer(): Promise<Counter> {
+  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((m) => m.countTokens);
+  return counter;
+}
 
 const PER_MESSAGE = 3;
 const REPLY_PRIMING = 3;
@@ -19,24 +27,24 @@ function textOf(content: unknown): string {
   return out;
 }
 
-export function countText(text: string): number {
-  return text ? countTokens(text) : 0;
+export async function countText(text: string): Promise<number> {
+  return text ? (await loadTokenizer())(text) : 0;
 }
 
-export function countPromptTokens(body: Record<string, unknown>): number {
+export async function countPromptTokens(body: Record<string, unknown>): Promise<number> {
   let n = REPLY_PRIMING;
   for (const m of (body.messages as unknown[]) ?? []) {
     if (!m || typeof m !== 'object') continue;
     const msg = m as Record<string, unknown>;
-    n += PER_MESSAGE + countText(textOf(msg.content));
-    if (typeof msg.name === 'string') n += countText(msg.name);
-    if (Array.isArray(msg.tool_calls)) n += countText(JSON.stringify(msg.tool_calls));
+    n += PER_MESSAGE + (await countText(textOf(msg.content)));
+    if (typeof msg.name === 'string') n += await countText(msg.name);
+    if (Array.isArray(msg.tool_calls)) n += await countText(JSON.stringify(msg.tool_calls));
   }
-  if (Array.isArray(body.tools)) n += countText(JSON.stringify(body.tools));
+  if (Array.isArray(body.tools)) n += await countText(JSON.stringify(body.tools));
   return n;
 }
 
 /** Tokens of a completion message (text, and tool call names and arguments). */
-export function countCompletionTokens(text: string, toolCallText: string): number {
-  return countText(text) + countText(toolCallText);
+export async function countCompletionTokens(text: string, toolCallText: string): Promise<number> {
+  return (await countText(text)) + (await countText(toolCallText));
 }
