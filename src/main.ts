@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 /** cpd: one executable per site. Dispatches argv to the cli/ commands. */
 import { ConfigError } from './config';
+import { engineCommand } from './cli/engine';
 import { FatalError, UsageError } from './cli/args';
 import { migrateCommand } from './cli/migrate';
 import { modelsCommand } from './cli/models';
@@ -16,6 +17,7 @@ Commands:
   migrate          apply database migrations and exit
   users create     create an account
   models publish   publish a model file or bundle directory
+  engine           install|status: engine and router runtimes
   version          print the version
 
 Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment.
@@ -26,6 +28,7 @@ const commands: Record<string, (argv: string[]) => Promise<void> | void> = {
   migrate: migrateCommand,
   users: usersCommand,
   models: modelsCommand,
+  engine: engineCommand,
   version: versionCommand,
 };
 

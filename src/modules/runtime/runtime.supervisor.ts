@@ -4,7 +4,6 @@
  * optionally the external aria router whose models (read through its FFI library) become router
  * backends. State changes are written to DATA_DIR/runtimes/state.json for `cpd engine status`.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
@@ -13,9 +12,10 @@ import { artifactFor, type BundleSource, fetchBundle } from './runtime.bundles';
 import { type EngineEntry, engineName, parseEngines } from './runtime.engines';
 import { checkBundle, connectRouter, locateLibrary } from './runtime.ffi';
 import { DEFAULT_ROTATION, RotatingLog, type RotationOptions } from './runtime.logs';
-import { findInstalledFile, logsDir, runtimesDir, stateFile } from './runtime.paths';
+import { findInstalledFile, logsDir } from './runtime.paths';
 import { binaryFileName, type RuntimeComponent } from './runtime.platform';
-import { DEFAULT_TIMINGS, type ProcessSpec, type ProcessStatus, SupervisedProcess, type Timings } from './runtime.process';
+import { writeRuntimeState } from './runtime.state';
+import { DEFAULT_TIMINGS, type ProcessSpec, SupervisedProcess, type Timings } from './runtime.process';
 
 export interface SupervisorDeps {
   registry: BundleSource;
@@ -25,12 +25,6 @@ export interface SupervisorDeps {
 export interface SupervisorOptions {
   timings?: Partial<Timings>;
   rotation?: RotationOptions;
-}
-
-export interface RuntimeState {
-  server_pid: number;
-  updated_at: string;
-  processes: ProcessStatus[];
 }
 
 const BIN_ENV: Record<RuntimeComponent, string> = { engine: 'ARIA_ENGINE_BIN', router: 'ARIA_ROUTER_BIN' };
@@ -53,22 +47,12 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
   const processes: SupervisedProcess[] = [];
   let started = false;
 
-  function writeState() {
-    const state: RuntimeState = { server_pid: process.pid, updated_at: new Date().toISOString(), processes: status() };
-    const file = stateFile(config.dataDir);
-    mkdirSync(runtimesDir(config.dataDir), { recursive: true });
-    writeFileSync(`${file}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-    renameSync(`${file}.tmp`, file);
-  }
-
-  function status(): ProcessStatus[] {
-    return processes.map((p) => p.status());
-  }
+  const status = () => processes.map((p) => p.status());
+  const writeState = () => writeRuntimeState(config.dataDir, status());
 
   function supervise(spec: Omit<ProcessSpec, 'log'>): SupervisedProcess {
-    const proc = new SupervisedProcess({ ...spec, log: new RotatingLog(join(logsDir(config.dataDir), `${spec.name}.log`), rotation) }, timings, () => {
-      writeState();
-    });
+    const output = new RotatingLog(join(logsDir(config.dataDir), `${spec.name}.log`), rotation);
+    const proc = new SupervisedProcess({ ...spec, log: output }, timings, writeState);
     processes.push(proc);
     return proc;
   }
