@@ -5,7 +5,7 @@
  * Children run in their own process group so a stop also reaches anything they forked.
  */
 import type { Subprocess } from 'bun';
-import { RotatingLog } from './runtime.logs';
+import type { RotatingLog } from './runtime.logs';
 import { freeLoopbackPort } from './runtime.ports';
 
 export type ProcessState = 'starting' | 'ready' | 'backoff' | 'failed' | 'stopped';
