@@ -48,19 +48,25 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.maxConnections ?? 10) : openPglite(opts);
 }
 
-function openPostgres(url: string, max: number): Database {
-  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 });
-  const db = drizzlePostgres(client) as unknown as Db;
+/** What both drivers do the same way, through drizzle. */
+function drizzleQueries(db: Db): Pick<Database, 'db' | 'query' | 'notify'> {
   return {
-    kind: 'postgres',
     db,
     query: async (q, on = db) => rowsOf(await on.execute(q)),
+    async notify(channel, payload, on = db) {
+      await on.execute(sql`select pg_notify(${channel}, ${payload})`);
+    },
+  };
+}
+
+function openPostgres(url: string, max: number): Database {
+  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 });
+  return {
+    kind: 'postgres',
+    ...drizzleQueries(drizzlePostgres(client) as unknown as Db),
     async listen(channel, onPayload) {
       const sub = await client.listen(channel, onPayload);
       return () => sub.unlisten();
-    },
-    async notify(channel, payload, on = db) {
-      await on.execute(sql`select pg_notify(${channel}, ${payload})`);
     },
     ping: (timeoutMs) => pingWith(() => client`select 1`, timeoutMs),
     close: () => client.end({ timeout: 5 }),
@@ -74,18 +80,10 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     ...(opts.pgliteSnapshot ? { loadDataDir: opts.pgliteSnapshot } : {}),
     ...assets,
   });
-  const db = drizzlePglite(pg) as unknown as Db;
   return {
     kind: 'pglite',
-    db,
-    query: async (q, on = db) => rowsOf(await on.execute(q)),
-    async listen(channel, onPayload) {
-      const unsub = await pg.listen(channel, onPayload);
-      return unsub;
-    },
-    async notify(channel, payload, on = db) {
-      await on.execute(sql`select pg_notify(${channel}, ${payload})`);
-    },
+    ...drizzleQueries(drizzlePglite(pg) as unknown as Db),
+    listen: (channel, onPayload) => pg.listen(channel, onPayload),
     ping: (timeoutMs) => pingWith(() => pg.query('select 1'), timeoutMs),
     close: () => pg.close(),
     dump: () => pg.dumpDataDir('gzip'),
