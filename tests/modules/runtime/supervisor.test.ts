@@ -3,7 +3,7 @@
  * come from the registry, engines become router backends, traffic goes through the gateway.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publishArtifact } from '../../../src/modules/registry';
@@ -26,7 +26,13 @@ const FAST: Partial<Timings> = {
   pollMs: 30,
   healthIntervalMs: 500,
 };
-const runtimeEnv = { ARIA_FFI_LIB: fx.engineLib, ARIA_ENGINE_BIN: fx.engineBin, ARIA_STUB_PID_DIR: pidDir };
+const runtimeEnv = {
+  ARIA_FFI_LIB: fx.engineLib,
+  ARIA_ENGINE_BIN: fx.engineBin,
+  ARIA_ROUTER_FFI_LIB: fx.routerLib,
+  ARIA_ROUTER_BIN: fx.routerBin,
+  ARIA_STUB_PID_DIR: pidDir,
+};
 
 let t: TestApp;
 let baseUrl: string;
@@ -57,16 +63,16 @@ beforeAll(async () => {
   t.app.listen({ hostname: '127.0.0.1', port: 0 });
   baseUrl = `http://127.0.0.1:${t.app.server!.port}`;
   const good = makeBundle(work, { model: 'echo' });
-  for (const slug of ['echo', 'echo-crash', 'echo-loop', 'echo-stop'])
+  for (const slug of ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'echo-gpu', 'echo-hang'])
     await publishArtifact(t.ctx, t.services.store, { path: good, slug, quant: 'int4', sdk: 'v1.0' });
   await publishArtifact(t.ctx, t.services.store, { path: makeBundle(work, { broken: 'no-weights' }), slug: 'broken', quant: 'int4', sdk: 'v1.0' });
   // A reload joins a catalog read already in flight (started by an earlier publish's notice): poll.
   await waitFor(async () => {
     await t.services.registry.reload();
-    return ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'broken'].every((slug) => t.services.registry.artifactsOf(slug).length === 1);
+    return ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'echo-gpu', 'echo-hang', 'broken'].every((slug) => t.services.registry.artifactsOf(slug).length === 1);
   }, 'the registry to list the published bundles');
   await t.services.pricing.setModelPrices(
-    ['echo', 'echo-crash'].map((slug) => ({ slug, unit: 'per_million_tokens' as const, price: 2 })),
+    ['echo', 'echo-crash', 'routed-a'].map((slug) => ({ slug, unit: 'per_million_tokens' as const, price: 2 })),
   );
   const user = await makeUser(t);
   userId = user.id;
@@ -164,5 +170,43 @@ describe('runtime supervisor', () => {
     expect(polite.status()[0]).toMatchObject({ state: 'stopped', pid: null });
     const log = readFileSync(join(t.dataDir, 'logs', `${stubborn.status()[0]!.name}.log`), 'utf8');
     expect(log).toContain('did not stop within 300 ms: SIGKILL');
+  });
+
+  test('an engine with @gpu gets CUDA_VISIBLE_DEVICES and --compute cuda', async () => {
+    const s = supervisor('echo-gpu:int4@1+2');
+    void s.start();
+    await waitFor(() => s.status()[0]?.state === 'ready', 'gpu engine ready');
+    const { pid, gpu } = s.status()[0]!;
+    expect(gpu).toBe('1,2');
+    const seen = JSON.parse(readFileSync(join(pidDir, String(pid)), 'utf8'));
+    expect(seen).toMatchObject({ mode: 'aria-engine', cuda: '1,2' });
+    expect(seen.argv.slice(-2)).toEqual(['--compute', 'cuda']);
+    await s.stop();
+  });
+
+  test('an engine that never answers /v1/models is killed after the readiness deadline and retried', async () => {
+    const s = supervisor('echo-hang:int4', { ARIA_STUB_HANG: '1' }, { readyTimeoutMs: 300 });
+    void s.start();
+    await waitFor(() => s.status()[0]!.restarts >= 1, 'a retry after the readiness timeout');
+    expect(s.status()[0]!.last_error).toMatch(/^not ready within 300 ms \(GET \/v1\/models\); killed by SIG(KILL|9)/);
+    await s.stop();
+  });
+
+  test('a supervised aria router: its models, read through the router FFI library, become backends', async () => {
+    const s = supervisor('', { ARIA_ROUTER: 'supervise', ARIA_STUB_ROUTER_MODELS: 'routed-a,routed-b' });
+    expect(s.configured()).toBe(true);
+    void s.start();
+    await waitFor(() => s.status()[0]?.state === 'ready', 'router ready');
+    const { port } = s.status()[0]!;
+    const routed = t.services.router.listBackends().filter((b) => b.source === 'aria-router');
+    expect(routed.map((b) => [b.model, b.url])).toEqual([
+      ['routed-a', `http://127.0.0.1:${port}/v1`],
+      ['routed-b', `http://127.0.0.1:${port}/v1`],
+    ]);
+    const res = await chat('routed-a', 'via router');
+    expect(res.status).toBe(200);
+    expect(res.body.choices[0].message.content).toBe('echo: via router');
+    await s.stop();
+    expect(t.services.router.listBackends().filter((b) => b.source === 'aria-router')).toEqual([]);
   });
 });
