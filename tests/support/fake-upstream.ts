@@ -64,7 +64,8 @@ export interface FakeUpstream {
   reset(): void;
   /** Every request received, oldest first (GET /v1/models included). */
   requests: RecordedRequest[];
-  stats: { completions: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
+  /** requestsAborted: completions whose client went away before the answer (JSON or before a stream's headers). */
+  stats: { completions: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
   close(): Promise<void>;
 }
 
@@ -93,7 +94,7 @@ export async function startFakeUpstream(
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
   const requests: RecordedRequest[] = [];
-  const stats = { completions: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
+  const stats = { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
 
   const behaviourFor = (body: Record<string, any>): FakeBehaviour => ({
     ...FAKE_DEFAULTS,
@@ -123,6 +124,10 @@ export async function startFakeUpstream(
       const b = behaviourFor(body);
       const n = ++seq;
       if (b.firstByteDelayMs > 0) await Bun.sleep(b.firstByteDelayMs);
+      if (req.signal.aborted) {
+        stats.requestsAborted++;
+        return new Response(null, { status: 499 });
+      }
       if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
       if (b.garbage) return new Response('<html>502 Bad Gateway from some proxy</html>', { headers: { 'content-type': 'text/html' } });
       return body.stream === true ? streamResponse(body, b, n, req.signal) : Response.json(completion(body, b, n));
@@ -171,7 +176,7 @@ export async function startFakeUpstream(
     reset() {
       source = opts.behaviour ?? {};
       requests.length = 0;
-      Object.assign(stats, { completions: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
+      Object.assign(stats, { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
     },
     requests,
     stats,

@@ -254,6 +254,28 @@ describe('gateway: concurrency and aborts', () => {
     h.up.reset();
   });
 
+  test('a JSON request whose client disconnects aborts the upstream request and costs nothing', async () => {
+    h.up.reset();
+    h.up.set({ firstByteDelayMs: 300 });
+    const u = await fundedUser(h, 1_000_000n);
+    const ac = new AbortController();
+    const pending = u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, { signal: ac.signal }).then(
+      () => 'answered',
+      () => 'aborted',
+    );
+    await waitFor(() => h.up.stats.completions >= 1, 'the upstream to receive the request');
+    ac.abort();
+    expect(await pending).toBe('aborted');
+    await waitFor(() => h.up.stats.requestsAborted === 1, 'the upstream request to be aborted');
+    await waitFor(async () => {
+      await h.t.services.router.flushUsage();
+      return (await usageRows(u.user.id)).length === 1;
+    }, 'the usage row');
+    expect((await usageRows(u.user.id))[0]).toMatchObject({ status: 499, aborted: true, streamed: false });
+    expect(await u.balance()).toBe(1_000_000n);
+    h.up.reset();
+  });
+
   test('an abort before the first token costs nothing', async () => {
     h.up.set({ firstByteDelayMs: 300 });
     const u = await fundedUser(h, 1_000_000n);

@@ -8,7 +8,7 @@ import { createTestContext } from '../../support/app';
 import { createTestDatabase } from '../../support/db';
 import { startFakeUpstream } from '../../support/fake-upstream';
 import { makeApiKey, makeUser } from '../../support/make';
-import { fundedUser, startHarness } from '../gateway/gateway-harness';
+import { fundedUser, startHarness, waitFor } from '../gateway/gateway-harness';
 
 describe('ROUTES', () => {
   test('parses name=strategy:a|b entries and refuses malformed ones naming the variable', () => {
@@ -70,6 +70,27 @@ describe('backends', () => {
       expect(refused.headers.get('retry-after')).toBeTruthy();
       expect(await call(other.client)).toBe(200);
     } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('balance cache across processes', () => {
+  test('a credit made by another process (NOTIFY) lifts a 402 without a restart', async () => {
+    const h = await startHarness();
+    const other = await createTestContext('postgres', {}, { testDb: h.t.testDb });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.01 }]);
+      const u = await fundedUser(h, 0n);
+      const call = () => u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).then(() => 200, (e) => e.status as number);
+      expect(await call()).toBe(402);
+      const { services } = await buildApp(other.ctx);
+      await services.billing.credit(other.ctx.database.db, { userId: u.user.id, type: 'topup', amountMicros: 20_000n, reference: 'other-process', description: 'top-up elsewhere' });
+      await waitFor(async () => (await call()) === 200, 'the credit to be seen');
+      await h.t.services.router.flushUsage();
+      expect(await u.balance()).toBe(10_000n);
+    } finally {
+      await other.close();
       await h.close();
     }
   });
