@@ -7,6 +7,10 @@ import type { GatewayService } from './gateway.service';
 export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService }) =>
   new Elysia({ name: 'cpd/gateway' })
     .use(deps.auth)
+    // Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps it).
+    .onTransform(({ set }) => {
+      set.headers['x-cost'] = '0.000000';
+    })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
       auth: ['key'],
       detail: { summary: 'Models and routes this gateway serves (OpenAI list shape)', tags: ['gateway'] },

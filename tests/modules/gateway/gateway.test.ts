@@ -173,6 +173,7 @@ describe('gateway: bad input answers {error}, never charges, never 500', () => {
       const res = await post(u.key.key, body);
       expect({ what, status: res.status }).toEqual({ what, status });
       expect(res.headers.get('content-type')).toContain('application/json');
+      expect(res.headers.get('x-cost')).toBe('0.000000');
       expect(typeof ((await res.json()) as { error: unknown }).error).toBe('string');
     }
     h.up.set({ garbage: true });
@@ -189,11 +190,14 @@ describe('gateway: bad input answers {error}, never charges, never 500', () => {
   test('credentials: no key, a session token, a revoked-looking key are 401; zero balance is 402', async () => {
     const u = await fundedUser(h, 0n);
     const body = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
-    expect((await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', body })).status).toBe(401);
+    const anonymous = await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', body });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('x-cost')).toBe('0.000000');
     expect((await post(u.user.token, body)).status).toBe(401);
     expect((await post('bfvk-0000000000000000000000000000000000000000', body)).status).toBe(401);
     const res = await post(u.key.key, body);
     expect(res.status).toBe(402);
+    expect(res.headers.get('x-cost')).toBe('0.000000');
     expect(typeof ((await res.json()) as { error: unknown }).error).toBe('string');
     expect(h.up.requests.length).toBe(0);
   });
