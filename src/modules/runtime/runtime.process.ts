@@ -251,6 +251,8 @@ export class SupervisedProcess {
     if (this.timer) clearTimeout(this.timer);
     const now = new Date();
     this.lastExit = { code, signal, at: now.toISOString() };
+    // Whatever the crashed leader forked must not outlive it.
+    if (this.proc) signalGroup(this.proc.pid, 'SIGKILL');
     this.proc = null;
     this.spec.onDown();
     const how = spawnError ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
@@ -293,12 +295,9 @@ function lastLine(text: string): string {
 /** Signals the child's whole process group (it was spawned detached, so it leads one). */
 function signalGroup(pid: number, signal: NodeJS.Signals) {
   try {
-    process.kill(-pid, signal);
+    // Windows has no process groups: signal the child itself.
+    process.kill(process.platform === 'win32' ? pid : -pid, signal);
   } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
+    // the whole group is already gone
   }
 }
