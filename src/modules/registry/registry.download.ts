@@ -82,7 +82,7 @@ export function createDownloads(ctx: AppContext, deps: { registry: RegistryServi
       limiter.enforce(caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`, 1, 'download rate limit exceeded');
       const artifact = await registry.resolveArtifact(slug, query.quant, query.sdk);
       const wantsJson = query.format === 'json' || (request.headers.get('accept') ?? '').includes('application/json');
-      if (isNewDownload(request)) await registry.recordDownload(caller, artifact);
+      if (isNewDownload(request)) registry.recordDownload(caller, artifact);
 
       if (artifact.kind === 'directory') {
         if (!wantsJson) return zipResponse(request, artifact);

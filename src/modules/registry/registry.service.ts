@@ -4,7 +4,7 @@
  * is held in memory; `cpd models publish` (another process) and metadata edits send NOTIFY
  * cpd_registry and every server reloads.
  */
-import { asc, eq } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
@@ -14,6 +14,8 @@ import { type ModelMetadata, type ModelRecord, QUANTS, type Quant, SDK_PATTERN, 
 import { artifactFiles, artifacts, downloads, models } from './registry.tables';
 
 export const REGISTRY_CHANNEL = 'cpd_registry';
+const FLUSH_MS = 200;
+const FLUSH_ROWS = 500;
 
 export interface ArtifactFile {
   /** Path inside the bundle (forward slashes); the file name for a single-file artifact. */
@@ -63,6 +65,18 @@ export function assertSlug(slug: string): string {
   return slug;
 }
 
+/** A buffered download as a row of the downloads table (column names), for json_populate_recordset. */
+const downloadRow = (r: Required<typeof downloads.$inferInsert>) => ({
+  id: r.id,
+  user_id: r.userId,
+  key_id: r.keyId,
+  artifact_id: r.artifactId,
+  slug: r.slug,
+  quant: r.quant,
+  sdk: r.sdk,
+  created_at: r.createdAt.toISOString(),
+});
+
 function toRecord(m: ModelEntry): ModelRecord {
   const newest = m.artifacts.map((a) => a.sdk).sort(compareSdk).at(-1)!;
   const quants = QUANTS.filter((q) => m.artifacts.some((a) => a.quant === q));
@@ -78,6 +92,28 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   let recordsJson = '[]';
   let unlisten: (() => Promise<void>) | null = null;
   let reloading: Promise<void> | null = null;
+  let pending: Array<Required<typeof downloads.$inferInsert>> = [];
+  let flushTimer: Timer | null = null;
+  let flushing: Promise<void> = Promise.resolve();
+
+  /** Writes the buffered download records; resolves once everything recorded so far is stored. */
+  function flushDownloads(): Promise<void> {
+    if (flushTimer) clearTimeout(flushTimer);
+    flushTimer = null;
+    const rows = pending;
+    pending = [];
+    flushing = flushing.then(async () => {
+      if (!rows.length) return;
+      try {
+        // One JSON parameter instead of drizzle's per-row SQL building (a fifth of the CPU under load).
+        await ctx.database.query(sql`insert into downloads select * from json_populate_recordset(null::downloads, ${JSON.stringify(rows.map(downloadRow))}::json)`);
+      } catch (err) {
+        ctx.log.error({ err, rows: rows.length }, 'download records lost');
+      }
+    });
+    return flushing;
+  }
+  ctx.onShutdown(flushDownloads);
 
   async function readCatalog() {
     const [modelRows, artifactRows, fileRows] = await Promise.all([
@@ -221,8 +257,13 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
       return entry.artifacts.length ? toRecord(entry) : { slug, name: entry.name, family: entry.family, sdk: '', quants: [], size_bytes: 0, description: entry.description };
     },
 
-    async recordDownload(caller: Caller, artifact: Artifact): Promise<void> {
-      await db.insert(downloads).values({
+    /**
+     * Records a download. Rows are buffered and written in batches (every FLUSH_MS or FLUSH_ROWS):
+     * one awaited INSERT per download costs a commit and capped the authenticated 302 rate at
+     * ~1k req/s. Shutdown flushes; a crash loses at most the last FLUSH_MS of records.
+     */
+    recordDownload(caller: Caller, artifact: Artifact): void {
+      pending.push({
         id: newId('dl'),
         userId: caller.userId,
         keyId: caller.keyId,
@@ -232,7 +273,11 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
         sdk: artifact.sdk,
         createdAt: ctx.clock.now(),
       });
+      if (pending.length >= FLUSH_ROWS) void flushDownloads();
+      else flushTimer ??= setTimeout(() => void flushDownloads(), FLUSH_MS);
     },
+
+    flushDownloads,
   };
 }
 

@@ -240,6 +240,7 @@ for (const kind of DB_KINDS) {
       await (await raw(`${path}&format=json`, bearer(fresh.token))).json();
       await raw(path, { method: 'HEAD', ...bearer(freshKey.key) });
       await (await raw(path, bearer(freshKey.key, { range: 'bytes=100-' }))).arrayBuffer();
+      await t.services.registry.flushDownloads();
       const rows = await t.ctx.database.query<{ user_id: string; key_id: string | null; slug: string; quant: string; sdk: string }>(
         sql`select user_id, key_id, slug, quant, sdk from downloads where user_id = ${fresh.id} order by created_at, key_id nulls last`,
       );
