@@ -124,15 +124,16 @@ export class SupervisedProcess {
     this.setState('starting');
     const ports = await Promise.all(Array.from({ length: this.spec.ports }, freeLoopbackPort));
     if (this.stopping || generation !== this.generation) return;
-    const { argv, env } = this.spec.command(ports);
     this.port = ports[0]!;
     this.startedAt = new Date();
     this.readyAt = null;
     this.stderrTail = '';
     this.killReason = null;
-    this.spec.log.write(`--- ${this.startedAt.toISOString()} starting: ${argv.join(' ')}\n`);
     let proc: Subprocess<'ignore', 'pipe', 'pipe'>;
     try {
+      // The binary is looked up on every start: an install between restarts is picked up.
+      const { argv, env } = this.spec.command(ports);
+      this.spec.log.write(`--- ${this.startedAt.toISOString()} starting: ${argv.join(' ')}\n`);
       proc = Bun.spawn(argv, {
         env,
         stdin: 'ignore',
@@ -142,7 +143,7 @@ export class SupervisedProcess {
         onExit: (_p, code, signal) => this.exited(generation, code, signal === null ? null : String(signal)),
       });
     } catch (err) {
-      this.exited(generation, null, null, `cannot start ${argv[0]}: ${(err as Error).message}`);
+      this.exited(generation, null, null, `cannot start: ${(err as Error).message}`);
       return;
     }
     this.proc = proc;
