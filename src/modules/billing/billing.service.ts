@@ -7,12 +7,13 @@ import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { createInvoices } from './invoices.service';
-import { createLedger, WALLET_CHANNEL } from './ledger';
+import { createLedger } from './ledger';
 import { createPayments, type PaymentsOptions } from './payments.service';
 import { createProviders } from './providers';
 import type { PaymentProvider } from './providers/provider';
 import { createSandboxCheckout } from './sandbox.checkout';
 import { startSweeper } from './sweeper';
+import { createWalletSignal } from './wallet-signal';
 
 export interface DebitUsageInput {
   userId: string;
@@ -38,26 +39,9 @@ export interface BillingOptions extends PaymentsOptions {
 }
 
 export function createBillingService(ctx: AppContext, opts: BillingOptions = {}) {
-  const ledger = createLedger(ctx);
+  const signal = createWalletSignal(ctx);
+  const ledger = createLedger(ctx, signal);
   const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
-  const balanceListeners = new Set<(userId: string) => void>();
-  let listening: Promise<void> | null = null;
-
-  function startListening(): Promise<void> {
-    listening ??= ctx.database
-      .listen(WALLET_CHANNEL, (userId) => {
-        for (const listener of balanceListeners) {
-          try {
-            listener(userId);
-          } catch (err) {
-            ctx.log.error({ err }, 'balance listener failed');
-          }
-        }
-      })
-      .then((unlisten) => ctx.onShutdown(unlisten));
-    return listening;
-  }
-
   return {
     ledger,
     payments,
@@ -85,11 +69,11 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
 
     getBalanceMicros: (userId: string): Promise<bigint> => ledger.balance(userId),
 
-    /** Called in this process whenever any process changes a wallet (NOTIFY 'cpd_wallet'). Resolves once listening. */
-    onBalanceChange(listener: (userId: string) => void): Promise<void> {
-      balanceListeners.add(listener);
-      return startListening();
-    },
+    /**
+     * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY
+     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits. Resolves once listening.
+     */
+    onBalanceChange: (listener: (userId: string) => void): Promise<void> => signal.listen(listener),
   };
 }
 

@@ -135,7 +135,7 @@ describe('process killed after Stripe says paid, before the notification is hand
       const res = await app.handle(new Request(`http://localhost/api/billing/payments/${p.id}`, { headers: { authorization: `Bearer ${user.token}` } }));
       expect(await res.json()).toMatchObject({ id: p.id, status: 'paid' });
       const wallet = await app.handle(new Request('http://localhost/api/billing/wallet', { headers: { authorization: `Bearer ${user.token}` } }));
-      expect((await wallet.json()).balance).toBe(33);
+      expect(((await wallet.json()) as { balance: number }).balance).toBe(33);
     } finally {
       await restarted.close();
       await first.close();

@@ -1,0 +1,64 @@
+/**
+ * The cross-process "a wallet changed" signal: NOTIFY 'cpd_wallet' with a comma-separated list of
+ * user ids. Credits notify inside their own transaction (a top-up must unblock the user on every
+ * replica the moment it commits). Usage debits are announced after the fact, coalesced every
+ * few milliseconds: in PostgreSQL a committing transaction that has issued NOTIFY holds a
+ * database-wide lock across its WAL flush, so one NOTIFY per debit would serialise every debit
+ * commit in the cluster (measured: bench/ledger.ts). A debit only lowers a balance, and the
+ * debiting process gets the new balance back from debitUsage.
+ */
+import type { AppContext } from '../../platform/context';
+
+export const WALLET_CHANNEL = 'cpd_wallet';
+/** NOTIFY payloads must stay under 8000 bytes. */
+const MAX_PAYLOAD = 7_000;
+
+export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
+  const listeners = new Set<(userId: string) => void>();
+  const queued = new Set<string>();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let listening: Promise<void> | null = null;
+
+  async function flush(): Promise<void> {
+    timer = null;
+    const ids = [...queued];
+    queued.clear();
+    while (ids.length) {
+      let payload = ids.shift()!;
+      while (ids.length && payload.length + ids[0]!.length + 1 <= MAX_PAYLOAD) payload += `,${ids.shift()}`;
+      await ctx.database.notify(WALLET_CHANNEL, payload).catch((err) => ctx.log.warn({ err }, 'wallet change notification failed'));
+    }
+  }
+  ctx.onShutdown(async () => {
+    if (timer) clearTimeout(timer);
+    await flush();
+  });
+
+  return {
+    /** Announce a committed (or about to commit) debit of userId soon, together with others. */
+    later(userId: string) {
+      queued.add(userId);
+      timer ??= setTimeout(() => void flush(), coalesceMs);
+    },
+    /** Resolves once this process listens; then listener(userId) runs for every change anywhere. */
+    listen(listener: (userId: string) => void): Promise<void> {
+      listeners.add(listener);
+      listening ??= ctx.database
+        .listen(WALLET_CHANNEL, (payload) => {
+          for (const userId of payload.split(',')) {
+            for (const l of listeners) {
+              try {
+                l(userId);
+              } catch (err) {
+                ctx.log.error({ err }, 'balance listener failed');
+              }
+            }
+          }
+        })
+        .then((unlisten) => ctx.onShutdown(unlisten));
+      return listening;
+    },
+  };
+}
+
+export type WalletSignal = ReturnType<typeof createWalletSignal>;
