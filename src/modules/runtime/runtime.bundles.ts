@@ -23,9 +23,21 @@ export async function artifactFor(registry: BundleSource, entry: EngineEntry): P
   return newest;
 }
 
-export async function fetchBundle(registry: BundleSource, artifact: Artifact, dataDir: string): Promise<string> {
-  if (artifact.kind !== 'directory') throw new AppError('invalid', `${artifact.slug} ${artifact.quant} ${artifact.sdk} is a single file, not a bundle directory`);
+/** Copies in progress by target folder: two engines on one bundle share a single copy. */
+const copying = new Map<string, Promise<string>>();
+
+export function fetchBundle(registry: BundleSource, artifact: Artifact, dataDir: string): Promise<string> {
   const target = join(bundlesDir(dataDir), `${artifact.slug}-${artifact.quant}-${artifact.sdk}`);
+  let pending = copying.get(target);
+  if (!pending) {
+    pending = copyBundle(registry, artifact, target).finally(() => copying.delete(target));
+    copying.set(target, pending);
+  }
+  return pending;
+}
+
+async function copyBundle(registry: BundleSource, artifact: Artifact, target: string): Promise<string> {
+  if (artifact.kind !== 'directory') throw new AppError('invalid', `${artifact.slug} ${artifact.quant} ${artifact.sdk} is a single file, not a bundle directory`);
   const marker = join(target, '.complete');
   if (existsSync(marker) && readFileSync(marker, 'utf8').trim() === artifact.contentHash) return target;
 

@@ -3,7 +3,7 @@
  * come from the registry, engines become router backends, traffic goes through the gateway.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publishArtifact } from '../../../src/modules/registry';
@@ -65,11 +65,13 @@ beforeAll(async () => {
   const good = makeBundle(work, { model: 'echo' });
   for (const slug of ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'echo-gpu', 'echo-hang'])
     await publishArtifact(t.ctx, t.services.store, { path: good, slug, quant: 'int4', sdk: 'v1.0' });
+  // Its own bytes: the test corrupts them in storage (objects may be shared by content).
+  await publishArtifact(t.ctx, t.services.store, { path: makeBundle(work), slug: 'echo-corrupt', quant: 'int4', sdk: 'v1.0' });
   await publishArtifact(t.ctx, t.services.store, { path: makeBundle(work, { broken: 'no-weights' }), slug: 'broken', quant: 'int4', sdk: 'v1.0' });
   // A reload joins a catalog read already in flight (started by an earlier publish's notice): poll.
   await waitFor(async () => {
     await t.services.registry.reload();
-    return ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'echo-gpu', 'echo-hang', 'broken'].every((slug) => t.services.registry.artifactsOf(slug).length === 1);
+    return ['echo', 'echo-crash', 'echo-loop', 'echo-stop', 'echo-gpu', 'echo-hang', 'echo-corrupt', 'broken'].every((slug) => t.services.registry.artifactsOf(slug).length === 1);
   }, 'the registry to list the published bundles');
   await t.services.pricing.setModelPrices(
     ['echo', 'echo-crash', 'routed-a'].map((slug) => ({ slug, unit: 'per_million_tokens' as const, price: 2 })),
@@ -128,6 +130,17 @@ describe('runtime supervisor', () => {
     const [entry] = s.status();
     expect(entry).toMatchObject({ state: 'failed', pid: null, restarts: 0 });
     expect(entry!.last_error).toMatch(/^broken:int4: bundle .* refused: invalid bundle .*weight\.bin is missing$/);
+  });
+
+  test('a bundle whose stored bytes do not match their SHA-256 is refused and not kept', async () => {
+    const [artifact] = t.services.registry.artifactsOf('echo-corrupt');
+    const weight = artifact!.files.find((f) => f.path === 'weight.bin')!;
+    writeFileSync(join(t.dataDir, 'objects', 'data', weight.objectKey), new Uint8Array(weight.size));
+    const s = supervisor('echo-corrupt:int4');
+    await s.start();
+    expect(s.status()[0]).toMatchObject({ state: 'failed', pid: null });
+    expect(s.status()[0]!.last_error).toMatch(/^echo-corrupt:int4: bundle file weight\.bin of echo-corrupt: SHA-256 [0-9a-f]{64} does not match [0-9a-f]{64}$/);
+    expect(readdirSync(join(t.dataDir, 'bundles')).filter((n) => n.startsWith('echo-corrupt'))).toEqual([]);
   });
 
   test('a crashed engine is restarted and traffic through the gateway recovers', async () => {
