@@ -1,8 +1,9 @@
 /**
  * GET /v1/router/cost: cost and tokens over [from, to), grouped by any of user, model, entrypoint.
- * Whole hours inside the window are read from the hourly rollup; the partial hours at its edges
- * from router_usage (both indexed by user and time), so a window of months reads a few thousand
- * rollup rows instead of millions of requests, and the answer is exact to the millisecond.
+ * Whole days inside the window are read from the daily rollup, whole hours at its edges from the
+ * hourly rollup, and the partial hours at its two ends from router_usage (all indexed by user and
+ * time), so a window of months reads days instead of millions of requests, and the answer is
+ * exact to the millisecond.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
@@ -54,19 +55,26 @@ export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) 
     if (from > to) throw new AppError('invalid', 'from must not be after to');
     const groups = parseGroupBy(q.group_by);
 
-    // Rollup for [h1, h2), raw rows for [from, h1) and [h2, to); an empty rollup part when the window is inside one hour.
-    let h1 = new Date(Math.ceil(from.getTime() / HOUR_MS) * HOUR_MS);
-    let h2 = new Date(Math.floor(to.getTime() / HOUR_MS) * HOUR_MS);
-    if (h1 >= h2) h1 = h2 = to;
+    // Daily [d1, d2), hourly [h1, d1) and [d2, h2), raw [from, h1) and [h2, to); h1 <= d1 <= d2 <= h2.
+    let h1 = Math.ceil(from.getTime() / HOUR_MS) * HOUR_MS;
+    let h2 = Math.floor(to.getTime() / HOUR_MS) * HOUR_MS;
+    let d1 = Math.ceil(from.getTime() / DAY_MS) * DAY_MS;
+    let d2 = Math.floor(to.getTime() / DAY_MS) * DAY_MS;
+    if (h1 >= h2) h1 = h2 = d1 = d2 = to.getTime();
+    else if (d1 >= d2) d1 = d2 = h2;
     const own = scope.isAdmin ? sql`` : sql` and user_id = ${scope.userId}`;
     const cols = groups.map((g) => column[g]);
     const select = cols.length ? sql`${sql.join(cols, sql`, `)}, ` : sql``;
     const groupBy = cols.length ? sql` group by ${sql.join(cols, sql`, `)}` : sql``;
-    const iso = (d: Date) => d.toISOString();
+    const iso = (d: Date | number) => new Date(d).toISOString();
     const rows = await ctx.database.query<Record<string, string>>(sql`
       with src as (
+        select user_id, model, entrypoint, tokens, cost_usd_micros from router_usage_daily
+        where day >= ${iso(d1)}::timestamptz and day < ${iso(d2)}::timestamptz${own}
+        union all
         select user_id, model, entrypoint, tokens, cost_usd_micros from router_usage_hourly
-        where hour >= ${iso(h1)}::timestamptz and hour < ${iso(h2)}::timestamptz${own}
+        where ((hour >= ${iso(h1)}::timestamptz and hour < ${iso(d1)}::timestamptz)
+            or (hour >= ${iso(d2)}::timestamptz and hour < ${iso(h2)}::timestamptz))${own}
         union all
         select coalesce(user_id, '') as user_id, model, entrypoint, (prompt_tokens + completion_tokens)::bigint as tokens, cost_usd_micros
         from router_usage

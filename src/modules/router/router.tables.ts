@@ -50,3 +50,19 @@ export const routerUsageHourly = pgTable(
   },
   (t) => [primaryKey({ columns: [t.hour, t.userId, t.model, t.entrypoint] }), index('router_usage_hourly_user_hour_idx').on(t.userId, t.hour)],
 );
+
+/** Daily rollup, same shape: a report over months reads days, the hourly rollup only at its edges. */
+export const routerUsageDaily = pgTable(
+  'router_usage_daily',
+  {
+    day: timestamp('day', { withTimezone: true, mode: 'date' }).notNull(),
+    userId: text('user_id').notNull(),
+    model: text('model').notNull(),
+    entrypoint: text('entrypoint').notNull(),
+    requests: bigint('requests', { mode: 'bigint' }).notNull(),
+    tokens: bigint('tokens', { mode: 'bigint' }).notNull(),
+    costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
+    costUsdMicros: bigint('cost_usd_micros', { mode: 'bigint' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.userId, t.model, t.entrypoint] }), index('router_usage_daily_user_day_idx').on(t.userId, t.day)],
+);

@@ -1,6 +1,6 @@
 /**
  * The usage writer. Usage rows are queued in process and written in batches: one database
- * transaction per batch inserts the rows, upserts the hourly rollup and debits each user's wallet
+ * transaction per batch inserts the rows, upserts the hourly and daily rollups and debits each user's wallet
  * through billing.debitUsage (idempotent on `usage:<first row id>`). A response never waits for the
  * database; a full queue (maxQueue rows) makes new requests wait for room (backpressure), and
  * close() — registered on ctx.onShutdown, after the listener stopped — drains everything.
@@ -42,10 +42,11 @@ export interface UsageWriterOptions {
 }
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
 
 /**
  * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
- * into router_usage and aggregated into router_usage_hourly by one statement; rollup rows are
+ * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement; rollup rows are
  * upserted in key order so concurrent writers lock them in the same order.
  */
 function insertStatement(batch: UsageRecord[], currency: string) {
@@ -54,6 +55,7 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       id: r.id,
       created_at: r.createdAt.toISOString(),
       hour: new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS).toISOString(),
+      day: new Date(Math.floor(r.createdAt.getTime() / DAY_MS) * DAY_MS).toISOString(),
       user_id: r.userId,
       key_id: r.keyId,
       entrypoint: r.entrypoint,
@@ -74,7 +76,7 @@ function insertStatement(batch: UsageRecord[], currency: string) {
   return sql`
     with batch as (
       select * from jsonb_to_recordset(${rows}::jsonb) as x(
-        id text, created_at timestamptz, hour timestamptz, user_id text, key_id text, entrypoint text, model text,
+        id text, created_at timestamptz, hour timestamptz, day timestamptz, user_id text, key_id text, entrypoint text, model text,
         backend text, prompt_tokens integer, completion_tokens integer, cost_micros bigint, cost_usd_micros bigint,
         tokens_counted boolean, latency_ms integer, status integer, streamed boolean, aborted boolean, request_id text)
     ), usage_rows as (
@@ -83,6 +85,17 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
+    ), daily as (
+      insert into router_usage_daily (day, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
+      select day, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
+      from batch
+      group by 1, 2, 3, 4
+      order by 1, 2, 3, 4
+      on conflict (day, user_id, model, entrypoint) do update set
+        requests = router_usage_daily.requests + excluded.requests,
+        tokens = router_usage_daily.tokens + excluded.tokens,
+        cost_micros = router_usage_daily.cost_micros + excluded.cost_micros,
+        cost_usd_micros = router_usage_daily.cost_usd_micros + excluded.cost_usd_micros
     )
     insert into router_usage_hourly (hour, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
     select hour, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)

@@ -6,6 +6,7 @@ import m3 from '../../../migrations/0003_accounts_2fa.sql' with { type: 'text' }
 import m4 from '../../../migrations/0004_agents_tables.sql' with { type: 'text' };
 import m5 from '../../../migrations/0005_router_usage.sql' with { type: 'text' };
 import m6 from '../../../migrations/0006_registry_models.sql' with { type: 'text' };
+import m7 from '../../../migrations/0007_router_usage_daily.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -16,4 +17,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0004_agents_tables', sql: m4 },
   { name: '0005_router_usage', sql: m5 },
   { name: '0006_registry_models', sql: m6 },
+  { name: '0007_router_usage_daily', sql: m7 },
 ];

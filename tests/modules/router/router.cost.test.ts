@@ -82,6 +82,19 @@ describe('router cost report (intl, postgres)', () => {
     expect(await total('2026-01-01T12:20:00Z', '2026-01-01T12:20:00Z')).toBe(0);
   });
 
+  test('windows over several days read the daily rollup and stay exact at the edges', async () => {
+    clock.at = new Date('2026-01-03T05:10:00Z');
+    await a.client.chat.completions.create({ model: 'm1', messages: hi });
+    await h.t.services.router.flushUsage();
+    // Two days later the admin's session has expired; its API key has not.
+    const total = async (from: string, to: string) => (await ask(h, `/v1/router/cost?from=${from}&to=${to}`, { bearer: admin.key.key })).body.items[0].tokens;
+    expect(await total('2025-12-31T23:30:00Z', '2026-01-03T05:30:00Z')).toBe(75);
+    expect(await total('2026-01-02T00:00:00Z', '2026-01-04T00:00:00Z')).toBe(15);
+    expect(await total('2026-01-01T12:17:00Z', '2026-01-03T05:11:00Z')).toBe(30);
+    expect(await total('2026-01-01T10:31:00Z', '2026-01-03T05:09:59Z')).toBe(30);
+    clock.at = new Date('2026-01-01T12:30:00Z');
+  });
+
   test('bad queries are 400, no credential 401', async () => {
     for (const q of ['group_by=user,colour', 'from=yesterday', 'to=2026-13-45T00:00:00Z', 'from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z']) {
       const r = await ask(h, `/v1/router/cost?${q}`, { bearer: a.key.key });
