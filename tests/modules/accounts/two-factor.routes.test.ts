@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
@@ -138,3 +139,36 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+describe('TOTP is RFC 6238', () => {
+  // RFC 6238 Appendix B, SHA-1 secret "12345678901234567890"; 6-digit codes are the last 6 digits.
+  const RFC_SECRET = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
+  const vectors: Array<[number, string]> = [
+    [59, '287082'],
+    [1111111109, '081804'],
+    [1234567890, '005924'],
+    [2000000000, '279037'],
+  ];
+
+  const clock = testClock(0);
+  let t: TestApp;
+  let user: Awaited<ReturnType<typeof makeUser>>;
+  beforeAll(async () => {
+    t = await createTestApp('pglite', {}, { clock });
+    user = await makeUser(t);
+    await t.ctx.database.query(sql`update users set totp_secret = ${RFC_SECRET} where id = ${user.id}`);
+  });
+  afterAll(() => t.close());
+
+  // In increasing time order: each accepted code moves the account's last used step forward.
+  for (const [seconds, code] of vectors) {
+    test(`T=${seconds}: the server accepts ${code} and refuses its neighbour`, async () => {
+      clock.advance(seconds * 1000 - clock.now().getTime());
+      const login = () => t.request('POST', '/api/auth/login', { body: { identifier: user.email, password: user.password } });
+      const verify = async (code: string) =>
+        (await t.request('POST', '/api/auth/2fa/verify', { body: { challenge_token: (await login()).body.challenge_token, code } })).status;
+      expect(await verify(String((Number(code) + 1) % 1_000_000).padStart(6, '0'))).toBe(401);
+      expect(await verify(code)).toBe(200);
+    });
+  }
+});
