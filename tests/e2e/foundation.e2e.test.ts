@@ -52,29 +52,21 @@ async function pollStatus(base: string, path: string, want: number) {
   }
 }
 
-/**
- * Opens a raw HTTP/1.1 request whose body is sent in two parts: the server holds it in flight
- * until `finish()` sends the rest, then `finish()` resolves the raw response.
- */
-async function startSlowPost(base: string, path: string, body: string) {
+/** A raw HTTP/1.1 connection: `send` writes bytes; `response` resolves everything read once the server closes. */
+async function rawConnection(base: string) {
   const { hostname, port } = new URL(base);
   const socket = connect(Number(port), hostname);
-  let response = '';
+  let received = '';
   socket.on('data', (d) => {
-    response += d;
+    received += d;
   });
-  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const response = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  const head = `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
-  socket.write(head + body.slice(0, 10));
-  return {
-    async finish() {
-      socket.write(body.slice(10));
-      await closed;
-      return response;
-    },
-  };
+  return { send: (text: string) => socket.write(text), response };
 }
+
+const postHead = (path: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: cpd\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
 
 async function waitForLog(server: RunningBinary, text: string) {
   const deadline = Date.now() + 20_000;
@@ -160,6 +152,15 @@ function contractTests(server: () => RunningBinary) {
     expect(await res.json()).toEqual({ error: expect.any(String) });
   });
 
+  test('a body over the limit is a JSON 413, not Bun\'s bare one', async () => {
+    const conn = await rawConnection(server().url);
+    conn.send(`${postHead('/api/auth/register', 100_000_000)}{}`);
+    const response = await conn.response;
+    expect(response).toStartWith('HTTP/1.1 413');
+    expect(response.toLowerCase()).toContain('x-request-id:');
+    expect(JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))).toEqual({ error: expect.any(String) });
+  });
+
   test('/api/docs serves the UI and /api/docs/json is a valid OpenAPI 3.1 document', async () => {
     const ui = await fetch(`${server().url}/api/docs`);
     expect(ui.status).toBe(200);
@@ -206,12 +207,16 @@ function shutdownTest(server: () => RunningBinary) {
   test('SIGTERM lets an in-flight request finish, refuses new connections, and exits 0', async () => {
     const s = server();
     const body = JSON.stringify({ email: `inflight-${Date.now()}@example.com`, password: 'pw-in-flight-123' });
-    const slow = await startSlowPost(s.url, '/api/auth/register', body);
+    // Headers and the start of the body now, the rest after SIGTERM: the request is in flight.
+    const conn = await rawConnection(s.url);
+    conn.send(postHead('/api/auth/register', Buffer.byteLength(body)) + body.slice(0, 10));
     s.proc.kill('SIGTERM');
     await waitForLog(s, '"msg":"shutting down"');
-    await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
+    // A new connection (fetch could reuse a pooled keep-alive one) is refused.
+    await expect(rawConnection(s.url)).rejects.toThrow();
 
-    const response = await slow.finish();
+    conn.send(body.slice(10));
+    const response = await conn.response;
     expect(response).toStartWith('HTTP/1.1 201');
     expect(response).toContain('"token"');
     expect(await s.stop()).toBe(0);

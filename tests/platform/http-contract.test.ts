@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../src/platform/errors';
-import { errorPlugin } from '../../src/platform/http/errors';
+import { errorPlugin, MAX_REQUEST_BODY_BYTES } from '../../src/platform/http/errors';
 import { requestLogPlugin } from '../../src/platform/http/request-log';
 import { captureLogger } from '../support/log-sink';
 
@@ -85,6 +85,13 @@ describe('error contract', () => {
     expect(res.text).not.toContain('hunter2');
     expect(res.text).not.toContain('internals');
     expect(lines.some((l) => l.includes('"msg":"unhandled error"'))).toBe(true);
+  });
+
+  test('a declared body over the limit is a JSON 413 before anything reads it', async () => {
+    const res = await call('POST', '/things', { headers: { 'content-type': 'application/json', 'content-length': String(MAX_REQUEST_BODY_BYTES + 1) } });
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ error: expect.stringContaining('larger than') });
+    expect(res.headers.get('x-request-id')).toBeTruthy();
   });
 
   test('an AppError keeps its headers (429 Retry-After)', async () => {
