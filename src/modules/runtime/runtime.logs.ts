@@ -16,6 +16,7 @@ export const DEFAULT_ROTATION: RotationOptions = { maxBytes: 10 * 1024 * 1024, k
 export class RotatingLog {
   private fd: number | null = null;
   private size = 0;
+  private closed = false;
 
   constructor(
     readonly path: string,
@@ -24,7 +25,9 @@ export class RotatingLog {
     mkdirSync(dirname(path), { recursive: true });
   }
 
+  /** After close(), late output (a pipe still draining) is dropped. */
   write(data: string | Uint8Array): void {
+    if (this.closed) return;
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
     if (this.fd === null) this.open();
     if (this.size > 0 && this.size + bytes.length > this.opts.maxBytes) this.rotate();
@@ -33,6 +36,11 @@ export class RotatingLog {
   }
 
   close(): void {
+    this.closed = true;
+    this.closeFd();
+  }
+
+  private closeFd() {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
@@ -43,7 +51,7 @@ export class RotatingLog {
   }
 
   private rotate() {
-    this.close();
+    this.closeFd();
     rmSync(`${this.path}.${this.opts.keep}`, { force: true });
     for (let i = this.opts.keep - 1; i >= 1; i--) {
       if (existsSync(`${this.path}.${i}`)) renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);

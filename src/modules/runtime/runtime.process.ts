@@ -69,6 +69,7 @@ export interface ProcessSpec {
 
 const HEALTH_FAILURES_BEFORE_RESTART = 3;
 const STDERR_TAIL = 2048;
+const OUTPUT_FLUSH_MS = 500;
 
 export class SupervisedProcess {
   private state: ProcessState = 'starting';
@@ -130,6 +131,10 @@ export class SupervisedProcess {
     this.stderrTail = '';
     this.killReason = null;
     let proc: Subprocess<'ignore', 'pipe', 'pipe'>;
+    let resolveOutput!: (done: Promise<unknown>) => void;
+    const outputDone = new Promise<unknown>((r) => {
+      resolveOutput = r;
+    });
     try {
       // The binary is looked up on every start: an install between restarts is picked up.
       const { argv, env } = this.spec.command(ports);
@@ -140,7 +145,11 @@ export class SupervisedProcess {
         stdout: 'pipe',
         stderr: 'pipe',
         detached: true,
-        onExit: (_p, code, signal) => this.exited(generation, code, signal === null ? null : String(signal)),
+        onExit: (_p, code, signal) => {
+          // Let the last stderr lines land first (bounded: a forked grandchild may hold the pipe).
+          const flushed = Promise.race([outputDone, Bun.sleep(OUTPUT_FLUSH_MS)]);
+          void flushed.then(() => this.exited(generation, code, signal === null ? null : String(signal)));
+        },
       });
     } catch (err) {
       this.exited(generation, null, null, `cannot start: ${(err as Error).message}`);
@@ -148,8 +157,7 @@ export class SupervisedProcess {
     }
     this.proc = proc;
     this.onChange();
-    void this.pipe(proc.stdout, false);
-    void this.pipe(proc.stderr, true);
+    resolveOutput(Promise.all([this.pipe(proc.stdout, false), this.pipe(proc.stderr, true)]));
     void this.awaitReady(generation, `http://127.0.0.1:${this.port}`, ports);
   }
 
@@ -190,9 +198,13 @@ export class SupervisedProcess {
   }
 
   private async pipe(stream: ReadableStream<Uint8Array>, isStderr: boolean) {
-    for await (const chunk of stream) {
-      this.spec.log.write(chunk);
-      if (isStderr) this.stderrTail = (this.stderrTail + Buffer.from(chunk).toString('utf8')).slice(-STDERR_TAIL);
+    try {
+      for await (const chunk of stream) {
+        this.spec.log.write(chunk);
+        if (isStderr) this.stderrTail = (this.stderrTail + Buffer.from(chunk).toString('utf8')).slice(-STDERR_TAIL);
+      }
+    } catch {
+      // the pipe broke with the process: nothing more to read
     }
   }
 
