@@ -113,6 +113,22 @@ describe('runtime supervisor', () => {
     // 2 prompt + 3 completion tokens at 2 per million tokens = 10 micro-units.
     expect(before - (await t.services.billing.getBalanceMicros(userId))).toBe(10n);
 
+    // Streaming through the gateway: SSE frames from the engine, ending in [DONE].
+    const stream = await fetch(`${baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'echo', stream: true, messages: [{ role: 'user', content: 'streamed words' }] }),
+    });
+    expect(stream.status).toBe(200);
+    const sse = await stream.text();
+    const deltas = sse
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta?.content ?? '')
+      .join('');
+    expect(deltas).toBe('echo: streamed words');
+    expect(sse.trimEnd().endsWith('data: [DONE]')).toBe(true);
+
     // Visible to admins, and in the state file `cpd engine status` reads.
     const admin = await makeUser(t, { admin: true });
     const listed = await t.request('GET', '/api/admin/runtimes', { token: admin.token });
