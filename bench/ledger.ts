@@ -53,7 +53,7 @@ try {
   await timedPool(500, CONCURRENCY, (i) => ledgerDebit(`w${i % WALLETS}`, i, 'warm'));
 
   // Interleaved rounds: the machine's load drifts, so each side gets the same share of it.
-  const ROUNDS = 10;
+  const ROUNDS = 20;
   const per = Math.ceil(DEBITS / ROUNDS);
   const totals = { rawSpread: 0, ledgerSpread: 0, rawOne: 0, ledgerOne: 0 };
   for (let r = 0; r < ROUNDS; r++) {

@@ -1,8 +1,8 @@
 /**
  * The ledger: the only code that changes a balance. Each entry is ONE SQL statement that inserts
  * the transaction (unique reference: a replay inserts nothing), upserts the wallet row (the row
- * lock serialises writers of one wallet) and, for credits, notifies 'cpd_wallet' (wallet-signal.ts
- * says why debits are announced separately). One statement is atomic on its own and joins the
+ * lock serialises writers of one wallet) and notifies 'cpd_wallet' (wallet-signal.ts says when
+ * that NOTIFY is sent after the commit instead). One statement is atomic on its own and joins the
  * caller's transaction when given one, so balance == sum(transactions) holds under any concurrency.
  */
 import { and, desc, eq, lt, or, sql } from 'drizzle-orm';
@@ -34,7 +34,7 @@ export interface LedgerResult {
   applied: boolean;
 }
 
-/** The whole entry as one statement; $9 is present only in the credit form (NOTIFY at commit). */
+/** The whole entry as one statement, with or without NOTIFY at commit. */
 const applySql = (notify: boolean) => `
   with ins as (
     insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
@@ -50,8 +50,8 @@ const applySql = (notify: boolean) => `
   )
   select ins.id, upd.balance_micros::text as balance${notify ? `, pg_notify('${WALLET_CHANNEL}', ins.user_id)` : ''}
   from ins, upd`;
-const APPLY_DEBIT = applySql(false);
-const APPLY_CREDIT = applySql(true);
+const APPLY_QUIET = applySql(false);
+const APPLY_NOTIFY = applySql(true);
 
 /**
  * Runs a hot statement as a prepared statement on the driver behind `on` (the pool or the caller's
@@ -74,8 +74,10 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
   const currency = ctx.config.currency;
 
   async function apply(on: DbOrTx, entry: LedgerEntry): Promise<LedgerResult> {
-    const debit = entry.type === 'usage';
-    const [row] = await runPrepared<{ id: string; balance: string }>(database, on, debit ? APPLY_DEBIT : APPLY_CREDIT, [
+    // A debit on its own (autocommit) has committed when the statement returns: it is announced
+    // right after, coalesced. Credits, and debits inside a caller's transaction, NOTIFY at commit.
+    const announceAfter = entry.type === 'usage' && on === database.db;
+    const [row] = await runPrepared<{ id: string; balance: string }>(database, on, announceAfter ? APPLY_QUIET : APPLY_NOTIFY, [
       newId('txn'),
       entry.userId,
       entry.type,
@@ -86,7 +88,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
       ctx.clock.now().toISOString(),
     ]);
     if (row) {
-      if (debit) signal.later(entry.userId);
+      if (announceAfter) signal.later(entry.userId);
       return { transactionId: row.id, balanceMicros: BigInt(row.balance), applied: true };
     }
     return replayed(on, entry);

@@ -1,11 +1,10 @@
 /**
  * The cross-process "a wallet changed" signal: NOTIFY 'cpd_wallet' with a comma-separated list of
- * user ids. Credits notify inside their own transaction (a top-up must unblock the user on every
- * replica the moment it commits). Usage debits are announced after the fact, coalesced every
- * few milliseconds: in PostgreSQL a committing transaction that has issued NOTIFY holds a
- * database-wide lock across its WAL flush, so one NOTIFY per debit would serialise every debit
- * commit in the cluster (measured: bench/ledger.ts). A debit only lowers a balance, and the
- * debiting process gets the new balance back from debitUsage.
+ * user ids. Entries written inside a transaction notify at its commit. A usage debit written on
+ * its own (autocommit, already committed when it returns) is announced right after, coalesced
+ * with others every few milliseconds: in PostgreSQL a committing transaction that has issued
+ * NOTIFY holds a database-wide lock across its WAL flush, so one NOTIFY per debit would serialise
+ * every debit commit in the cluster (measured with bench/ledger.ts).
  */
 import type { AppContext } from '../../platform/context';
 
@@ -35,7 +34,7 @@ export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
   });
 
   return {
-    /** Announce a committed (or about to commit) debit of userId soon, together with others. */
+    /** Announce a committed change of userId's wallet within a few milliseconds, with others. */
     later(userId: string) {
       queued.add(userId);
       timer ??= setTimeout(() => void flush(), coalesceMs);

@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
+import { eventually } from './support';
 
 async function ledgerSum(tc: TestContext, userId: string): Promise<bigint> {
   const [r] = await tc.ctx.database.query<{ s: string }>(
@@ -57,14 +58,15 @@ for (const kind of DB_KINDS) {
       ).rejects.toMatchObject({ kind: 'invalid' });
     });
 
-    test('onBalanceChange fires for a change made by another service instance', async () => {
+    test('onBalanceChange fires for changes made by another service instance: debits alone, in a transaction, credits', async () => {
       const seen: string[] = [];
       await billing.onBalanceChange((userId) => seen.push(userId));
       const other = createBillingService(tc.ctx);
-      await other.debitUsage(tc.ctx.database.db, { userId: 'u-notify', amountMicros: 1n, reference: 'req-notify', description: 'x' });
-      const deadline = Date.now() + 5_000;
-      while (!seen.includes('u-notify') && Date.now() < deadline) await Bun.sleep(10);
-      expect(seen).toContain('u-notify');
+      const { db } = tc.ctx.database;
+      await other.debitUsage(db, { userId: 'u-alone', amountMicros: 1n, reference: 'req-alone', description: 'x' });
+      await db.transaction((tx) => other.debitUsage(tx, { userId: 'u-in-tx', amountMicros: 1n, reference: 'req-in-tx', description: 'x' }));
+      await other.credit(db, { userId: 'u-credit', type: 'adjustment', amountMicros: 5n, reference: 'adj-notify', description: 'x' });
+      await eventually(() => ['u-alone', 'u-in-tx', 'u-credit'].every((u) => seen.includes(u)));
     });
   });
 }
