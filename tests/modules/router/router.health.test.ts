@@ -75,6 +75,31 @@ describe('backends', () => {
   });
 });
 
+describe('least-loaded route', () => {
+  test('picks the model whose backend has fewer requests in flight', async () => {
+    const slow = await startFakeUpstream({ models: ['a'], behaviour: { firstByteDelayMs: 400 } });
+    const fast = await startFakeUpstream({ models: ['b'] });
+    const h = await startHarness({ upstream: slow, backends: `a=${slow.url},b=${fast.url}`, env: { ROUTES: 'spread=least-loaded:a|b' } });
+    try {
+      await h.t.services.pricing.setModelPrices([
+        { slug: 'a', unit: 'per_request', price: 0.01 },
+        { slug: 'b', unit: 'per_request', price: 0.01 },
+      ]);
+      const u = await fundedUser(h, 1_000_000n);
+      const ask = (model: string) => u.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
+      expect((await ask('spread')).model).toBe('a');
+      const busy = ask('a');
+      await waitFor(() => slow.stats.completions === 2, 'a request in flight on a');
+      expect((await ask('spread')).model).toBe('b');
+      await busy;
+    } finally {
+      await h.close();
+      await slow.close();
+      await fast.close();
+    }
+  });
+});
+
 describe('balance cache across processes', () => {
   test('a credit made by another process (NOTIFY) lifts a 402 without a restart', async () => {
     const h = await startHarness();
