@@ -19,7 +19,7 @@ const FAST: Partial<Timings> = {
   backoffBaseMs: 30,
   backoffMaxMs: 200,
   readyTimeoutMs: 15_000,
-  crashWindowMs: 5_000,
+  crashWindowMs: 20_000,
   crashLoopLimit: 3,
   failedRetryMs: 600_000,
   stopDeadlineMs: 3_000,
@@ -183,7 +183,7 @@ describe('runtime supervisor', () => {
     const [entry] = s.status();
     expect(entry!.restarts).toBe(2); // three quick exits: the first start and two restarts
     expect(entry!.last_exit?.code).toBe(4);
-    expect(entry!.last_error).toMatch(/^crash loop: 3 exits within 5000 ms of starting; retrying in 600000 ms; last: exited with code 4: .*ARIA_STUB_EXIT_AT_START/);
+    expect(entry!.last_error).toMatch(/^crash loop: 3 exits within 20000 ms of starting; retrying in 600000 ms; last: exited with code 4: .*ARIA_STUB_EXIT_AT_START/);
   });
 
   test('stop sends SIGTERM, then SIGKILL after the deadline, and no process survives', async () => {
