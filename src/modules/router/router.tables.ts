@@ -31,38 +31,27 @@ export const routerUsage = pgTable(
   (t) => [index('router_usage_user_created_idx').on(t.userId, t.createdAt), index('router_usage_created_idx').on(t.createdAt)],
 );
 
-/**
- * Hourly rollup of router_usage per (user, model, entrypoint), upserted in the same transaction
- * as the usage rows, so cost reports over long windows read hours instead of requests.
- * user_id '' stands for no account (a primary key column cannot be null).
- */
-export const routerUsageHourly = pgTable(
-  'router_usage_hourly',
-  {
-    hour: timestamp('hour', { withTimezone: true, mode: 'date' }).notNull(),
-    userId: text('user_id').notNull(),
-    model: text('model').notNull(),
-    entrypoint: text('entrypoint').notNull(),
-    requests: bigint('requests', { mode: 'bigint' }).notNull(),
-    tokens: bigint('tokens', { mode: 'bigint' }).notNull(),
-    costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
-    costUsdMicros: bigint('cost_usd_micros', { mode: 'bigint' }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.hour, t.userId, t.model, t.entrypoint] }), index('router_usage_hourly_user_hour_idx').on(t.userId, t.hour)],
-);
+/** A rollup of router_usage per (time bucket, user, model, entrypoint); user_id '' stands for no account. */
+function rollupTable<B extends 'hour' | 'day'>(name: string, bucket: B) {
+  return pgTable(
+    name,
+    {
+      bucket: timestamp(bucket, { withTimezone: true, mode: 'date' }).notNull(),
+      userId: text('user_id').notNull(),
+      model: text('model').notNull(),
+      entrypoint: text('entrypoint').notNull(),
+      requests: bigint('requests', { mode: 'bigint' }).notNull(),
+      tokens: bigint('tokens', { mode: 'bigint' }).notNull(),
+      costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
+      costUsdMicros: bigint('cost_usd_micros', { mode: 'bigint' }).notNull(),
+    },
+    (t) => [primaryKey({ columns: [t.bucket, t.userId, t.model, t.entrypoint] }), index(`${name}_user_${bucket}_idx`).on(t.userId, t.bucket)],
+  );
+}
 
-/** Daily rollup, same shape: a report over months reads days, the hourly rollup only at its edges. */
-export const routerUsageDaily = pgTable(
-  'router_usage_daily',
-  {
-    day: timestamp('day', { withTimezone: true, mode: 'date' }).notNull(),
-    userId: text('user_id').notNull(),
-    model: text('model').notNull(),
-    entrypoint: text('entrypoint').notNull(),
-    requests: bigint('requests', { mode: 'bigint' }).notNull(),
-    tokens: bigint('tokens', { mode: 'bigint' }).notNull(),
-    costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
-    costUsdMicros: bigint('cost_usd_micros', { mode: 'bigint' }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.day, t.userId, t.model, t.entrypoint] }), index('router_usage_daily_user_day_idx').on(t.userId, t.day)],
-);
+/**
+ * Hourly and daily rollups, upserted by the same statement as the usage rows (same transaction),
+ * so cost reports over long windows read days and hours instead of requests.
+ */
+export const routerUsageHourly = rollupTable('router_usage_hourly', 'hour');
+export const routerUsageDaily = rollupTable('router_usage_daily', 'day');

@@ -44,6 +44,19 @@ export interface UsageWriterOptions {
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
+/** Adds the batch (the `batch` CTE) into a rollup table, in key order. */
+function upsertRollup(table: string, bucket: 'hour' | 'day') {
+  const add = (c: string) => `${c} = ${table}.${c} + excluded.${c}`;
+  return sql.raw(`
+    insert into ${table} (${bucket}, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
+    select ${bucket}, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
+    from batch
+    group by 1, 2, 3, 4
+    order by 1, 2, 3, 4
+    on conflict (${bucket}, user_id, model, entrypoint) do update set
+      ${['requests', 'tokens', 'cost_micros', 'cost_usd_micros'].map(add).join(', ')}`);
+}
+
 /**
  * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
  * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement; rollup rows are
@@ -85,28 +98,8 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
-    ), daily as (
-      insert into router_usage_daily (day, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
-      select day, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
-      from batch
-      group by 1, 2, 3, 4
-      order by 1, 2, 3, 4
-      on conflict (day, user_id, model, entrypoint) do update set
-        requests = router_usage_daily.requests + excluded.requests,
-        tokens = router_usage_daily.tokens + excluded.tokens,
-        cost_micros = router_usage_daily.cost_micros + excluded.cost_micros,
-        cost_usd_micros = router_usage_daily.cost_usd_micros + excluded.cost_usd_micros
-    )
-    insert into router_usage_hourly (hour, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
-    select hour, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
-    from batch
-    group by 1, 2, 3, 4
-    order by 1, 2, 3, 4
-    on conflict (hour, user_id, model, entrypoint) do update set
-      requests = router_usage_hourly.requests + excluded.requests,
-      tokens = router_usage_hourly.tokens + excluded.tokens,
-      cost_micros = router_usage_hourly.cost_micros + excluded.cost_micros,
-      cost_usd_micros = router_usage_hourly.cost_usd_micros + excluded.cost_usd_micros`;
+    ), daily as (${upsertRollup('router_usage_daily', 'day')})
+    ${upsertRollup('router_usage_hourly', 'hour')}`;
 }
 
 export function createUsageWriter(
