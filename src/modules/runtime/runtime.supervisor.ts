@@ -36,11 +36,17 @@ export function locateBinary(component: RuntimeComponent, dataDir: string, env: 
   return found;
 }
 
+const SECRET_NAME = /SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$|^DATABASE_URL$/i;
+
+/** The server's environment (config.env is process.env outside tests) without its secrets: engines need none. */
+function childEnvironment(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !SECRET_NAME.test(name)));
+}
+
 export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: SupervisorOptions = {}) {
   const { config, log } = ctx;
   const env = config.env;
-  // Children inherit the server's environment (config.env is process.env outside tests).
-  const childEnv = { ...process.env, ...env };
+  const childEnv = childEnvironment({ ...process.env, ...env });
   const timings: Timings = { ...DEFAULT_TIMINGS, ...opts.timings };
   const rotation = opts.rotation ?? DEFAULT_ROTATION;
   const entries = parseEngines(config.engines);
@@ -149,7 +155,10 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
       const all = entries.map((entry, i) => engineProcess(entry, i));
       if (env.ARIA_ROUTER === 'supervise') all.push(routerProcess());
       process.on('exit', killAll);
-      return Promise.all(all).then(() => undefined);
+      return Promise.all(all).then(
+        () => undefined,
+        (err) => log.error({ msg: 'runtime supervisor start failed', error: (err as Error).message }),
+      );
     },
 
     status,

@@ -210,6 +210,8 @@ describe('runtime supervisor', () => {
     const seen = JSON.parse(readFileSync(join(pidDir, String(pid)), 'utf8'));
     expect(seen).toMatchObject({ mode: 'aria-engine', cuda: '1,2' });
     expect(seen.argv.slice(-2)).toEqual(['--compute', 'cuda']);
+    // The server's secrets stay out of the engine's environment.
+    expect(seen.secret).toBe(false);
     await s.stop();
   });
 
