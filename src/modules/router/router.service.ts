@@ -193,7 +193,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   }
 
   function payloadFor(body: Record<string, unknown>, slug: string, stream: boolean): string {
-    if (!stream) return JSON.stringify({ ...body, model: slug });
+    // completeChat given stream: true (a library caller) still gets one JSON answer.
+    if (!stream) return JSON.stringify(body.stream === true ? { ...body, model: slug, stream: false, stream_options: undefined } : { ...body, model: slug });
     const options = body.stream_options && typeof body.stream_options === 'object' ? body.stream_options : {};
     return JSON.stringify({ ...body, model: slug, stream: true, stream_options: { ...options, include_usage: true } });
   }
@@ -204,7 +205,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     ticket: Ticket | null,
     row: { entrypoint: string; model: string; backend: string | null; counts: UsageCounts; costMicros: bigint; status: number; streamed: boolean; aborted: boolean; started: number },
   ) {
-    const costMicros = row.costMicros;
+    const { costMicros } = row;
     ticket?.settle(costMicros);
     const record: UsageRecord = {
       id: newId('use'),
@@ -230,12 +231,14 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
 
-  async function begin(req: ChatRequest, stream: boolean) {
+  /** Validation, routing plan and wallet admission; latency is measured from here. */
+  async function begin(req: ChatRequest) {
+    const started = performance.now();
     validateChatBody(req.body);
     const bodyBytes = req.bodyBytes ?? JSON.stringify(req.body).length;
     const p = plan(req.body, bodyBytes);
     const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
-    return { p, ticket, started: performance.now(), stream };
+    return { p, ticket, started };
   }
 
   async function failed(req: ChatRequest, ticket: Ticket | null, p: Plan, started: number, streamed: boolean, err: unknown): Promise<never> {
@@ -255,7 +258,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   }
 
   async function completeChat(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
-    const { p, ticket, started } = await begin(req, false);
+    const { p, ticket, started } = await begin(req);
     let served: Served;
     let response: Chunk;
     try {
@@ -279,7 +282,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   /** Opens a stream: failover and admission happen here, so an error is thrown before any chunk. */
   async function openStream(req: ChatRequest): Promise<ChatStream> {
-    const { p, ticket, started } = await begin(req, true);
+    const { p, ticket, started } = await begin(req);
     let served: Served;
     let opened: Awaited<ReturnType<typeof openStreamOnce>>;
     try {
