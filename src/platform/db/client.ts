@@ -9,6 +9,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { pgliteAssets } from './pglite-assets';
+import { lockEmbeddedDatabase } from './pglite-lock';
 
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 export type Tx = PgTransaction<PgQueryResultHKT, Record<string, never>>;
@@ -74,18 +75,27 @@ function openPostgres(url: string, max: number): Database {
 }
 
 async function openPglite(opts: OpenOptions): Promise<Database> {
-  const assets = await pgliteAssets();
-  const pg = await PGlite.create({
-    ...(opts.pgliteDir ? { dataDir: opts.pgliteDir } : {}),
-    ...(opts.pgliteSnapshot ? { loadDataDir: opts.pgliteSnapshot } : {}),
-    ...assets,
-  });
+  const unlock = opts.pgliteDir ? lockEmbeddedDatabase(opts.pgliteDir) : () => {};
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create({
+      ...(opts.pgliteDir ? { dataDir: opts.pgliteDir } : {}),
+      ...(opts.pgliteSnapshot ? { loadDataDir: opts.pgliteSnapshot } : {}),
+      ...(await pgliteAssets()),
+    });
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   return {
     kind: 'pglite',
     ...drizzleQueries(drizzlePglite(pg) as unknown as Db),
     listen: (channel, onPayload) => pg.listen(channel, onPayload),
     ping: (timeoutMs) => pingWith(() => pg.query('select 1'), timeoutMs),
-    close: () => pg.close(),
+    async close() {
+      await pg.close();
+      unlock();
+    },
     dump: () => pg.dumpDataDir('gzip'),
   };
 }
