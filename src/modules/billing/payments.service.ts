@@ -273,9 +273,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
 
 export type Payments = ReturnType<typeof createPayments>;
 
-const iso = (d: Date | null) => d?.toISOString() ?? null;
-
-function createdView(p: Payment) {
+function baseView(p: Payment) {
   return {
     id: p.id,
     provider: p.provider,
@@ -283,6 +281,12 @@ function createdView(p: Payment) {
     currency: p.currency,
     status: p.status,
     created_at: p.createdAt.toISOString(),
+  };
+}
+
+function createdView(p: Payment) {
+  return {
+    ...baseView(p),
     ...(p.redirectUrl ? { redirect_url: p.redirectUrl } : {}),
     ...(p.qrCodeUrl ? { qr_code_url: p.qrCodeUrl } : {}),
     expires_at: p.expiresAt.toISOString(),
@@ -290,15 +294,7 @@ function createdView(p: Payment) {
 }
 
 function listView(p: Payment) {
-  return {
-    id: p.id,
-    provider: p.provider,
-    amount: toMajor(p.amountMicros),
-    currency: p.currency,
-    status: p.status,
-    created_at: p.createdAt.toISOString(),
-    paid_at: iso(p.paidAt),
-  };
+  return { ...baseView(p), paid_at: p.paidAt?.toISOString() ?? null };
 }
 
 function detailView(p: Payment) {

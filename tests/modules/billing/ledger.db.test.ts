@@ -3,14 +3,7 @@ import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
-import { eventually } from './support';
-
-async function ledgerSum(tc: TestContext, userId: string): Promise<bigint> {
-  const [r] = await tc.ctx.database.query<{ s: string }>(
-    sql`select coalesce(sum(amount_micros), 0)::text as s from wallet_transactions where user_id = ${userId}`,
-  );
-  return BigInt(r!.s);
-}
+import { eventually, ledgerSumMicros } from './support';
 
 for (const kind of DB_KINDS) {
   describe(`ledger (${kind})`, () => {
@@ -28,7 +21,7 @@ for (const kind of DB_KINDS) {
       const replay = await billing.debitUsage(tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
       expect(replay).toEqual(first);
       expect(await billing.getBalanceMicros('u1')).toBe(-1_500n);
-      expect(await ledgerSum(tc, 'u1')).toBe(-1_500n);
+      expect(await ledgerSumMicros(tc.ctx, 'u1')).toBe(-1_500n);
     });
 
     test("a debit joins the caller's transaction and rolls back with it", async () => {
@@ -42,7 +35,7 @@ for (const kind of DB_KINDS) {
         }),
       ).rejects.toThrow('caller fails');
       expect(await billing.getBalanceMicros('u2')).toBe(10_000_000n);
-      expect(await ledgerSum(tc, 'u2')).toBe(10_000_000n);
+      expect(await ledgerSumMicros(tc.ctx, 'u2')).toBe(10_000_000n);
     });
 
     test('reusing a reference for a different entry is a conflict, not a silent replay', async () => {
@@ -91,7 +84,7 @@ describe('ledger under concurrency (postgres)', () => {
         : tc.ctx.database.db.transaction((tx) => billing.debitUsage(tx, { userId, amountMicros: amount, reference: `conc-${k}`, description: 'use' }));
     });
     await Promise.all(writes);
-    for (const u of users) expect(await billing.getBalanceMicros(u)).toBe(await ledgerSum(tc, u));
+    for (const u of users) expect(await billing.getBalanceMicros(u)).toBe(await ledgerSumMicros(tc.ctx, u));
     const [count] = await tc.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from wallet_transactions`);
     expect(count!.n).toBe(40);
     let expected = 0n;
