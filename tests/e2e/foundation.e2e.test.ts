@@ -78,10 +78,11 @@ async function waitForLog(server: RunningBinary, text: string) {
 
 describe('cpd command line', () => {
   test('every command answers --help with exit 0', async () => {
-    for (const args of [['--help'], ['serve', '--help'], ['migrate', '--help'], ['version', '--help'], ['users', '--help']]) {
+    const commands = [[], ['serve'], ['migrate'], ['version'], ['users', 'create'], ['models', 'publish'], ['engine', 'install'], ['engine', 'status']];
+    for (const args of commands.map((c) => [...c, '--help'])) {
       const r = await run(args);
       expect({ args, code: r.code }).toEqual({ args, code: 0 });
-      expect(r.stdout).toStartWith('Usage: cpd');
+      expect(r.stdout).toStartWith('Usage:');
     }
   });
 
