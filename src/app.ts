@@ -66,7 +66,7 @@ export async function buildApp(ctx: AppContext) {
     .use(registryRoutes({ auth, resolver: accounts.resolver, registry, downloads, store }))
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
-    .use(billingRoutes({ auth, billing }))
+    .use(billingRoutes({ auth, billing, config: ctx.config }))
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))

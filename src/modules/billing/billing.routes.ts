@@ -3,6 +3,7 @@
  * (parse: 'none') because provider signatures cover the exact bytes sent.
  */
 import { Elysia, t } from 'elysia';
+import type { Config } from '../../config';
 import type { authPlugin } from '../../platform/http/auth';
 import type { BillingService } from './billing.service';
 import * as s from './billing.schemas';
@@ -10,11 +11,41 @@ import * as s from './billing.schemas';
 export interface BillingRoutesDeps {
   auth: ReturnType<typeof authPlugin>;
   billing: BillingService;
+  config: Config;
 }
 
 const html = (body: string, contentType = 'text/html; charset=utf-8') => new Response(body, { headers: { 'content-type': contentType } });
 
-export const billingRoutes = ({ auth, billing }: BillingRoutesDeps) => {
+/** Invoices exist on the China site only and receipts on the international site only: elsewhere their paths are unknown routes (404). */
+const invoiceRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices']) =>
+  new Elysia({ name: 'cpd/billing/invoices', detail: { tags: ['billing'] } })
+    .use(auth)
+    .get('/api/billing/invoices', ({ caller }) => invoices.listInvoices(caller.userId), { auth: ['session'], detail: { summary: 'Invoices (China site)' } })
+    .post(
+      '/api/billing/invoices',
+      async ({ caller, body, set }) => {
+        const invoice = await invoices.createInvoice(caller.userId, body);
+        set.status = 201;
+        return invoice;
+      },
+      { auth: ['session'], body: s.CreateInvoiceBody, detail: { summary: 'Issue an invoice for a paid payment (China site)' } },
+    )
+    .get('/api/billing/invoices/:paymentId/download', ({ caller, params }) => invoices.downloadInvoice(caller.userId, params.paymentId), {
+      auth: ['session', 'query'],
+      params: s.PaymentIdParams,
+      detail: { summary: 'Invoice as HTML (China site)' },
+    });
+
+const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices']) =>
+  new Elysia({ name: 'cpd/billing/receipts', detail: { tags: ['billing'] } })
+    .use(auth)
+    .get('/api/billing/receipts/:paymentId/download', ({ caller, params }) => invoices.downloadReceipt(caller, params.paymentId), {
+      auth: ['session', 'query'],
+      params: s.PaymentIdParams,
+      detail: { summary: 'Card receipt as HTML (international site)' },
+    });
+
+export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
   const { ledger, payments, invoices, sandbox } = billing;
   const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
     .use(auth)
@@ -49,26 +80,7 @@ export const billingRoutes = ({ auth, billing }: BillingRoutesDeps) => {
       params: s.ProviderParams,
       detail: { summary: 'Provider notifications (signature checked on the raw body)' },
     })
-    .get('/api/billing/invoices', ({ caller }) => invoices.listInvoices(caller.userId), { auth: ['session'], detail: { summary: 'Invoices (China site)' } })
-    .post(
-      '/api/billing/invoices',
-      async ({ caller, body, set }) => {
-        const invoice = await invoices.createInvoice(caller.userId, body);
-        set.status = 201;
-        return invoice;
-      },
-      { auth: ['session'], body: s.CreateInvoiceBody, detail: { summary: 'Issue an invoice for a paid payment (China site)' } },
-    )
-    .get('/api/billing/invoices/:paymentId/download', ({ caller, params }) => invoices.downloadInvoice(caller.userId, params.paymentId), {
-      auth: ['session', 'query'],
-      params: s.PaymentIdParams,
-      detail: { summary: 'Invoice as HTML (China site)' },
-    })
-    .get('/api/billing/receipts/:paymentId/download', ({ caller, params }) => invoices.downloadReceipt(caller, params.paymentId), {
-      auth: ['session', 'query'],
-      params: s.PaymentIdParams,
-      detail: { summary: 'Card receipt as HTML (international site)' },
-    });
+    .use(config.site === 'cn' ? invoiceRoutes(auth, invoices) : receiptRoutes(auth, invoices));
   if (!sandbox) return app;
   // The sandbox provider's own pages: no credential, they stand for the provider's checkout.
   return app

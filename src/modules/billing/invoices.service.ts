@@ -1,6 +1,6 @@
 /**
- * China-site e-invoices (one per paid payment) and international-site card receipts. On the
- * other site every call is the same 404 as an unknown route (DECISIONS §6).
+ * China-site e-invoices (one per paid payment) and international-site card receipts (the routes
+ * exist only on their site: DECISIONS §6).
  */
 import { and, desc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
@@ -24,10 +24,6 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments) {
   const { config } = ctx;
   const siteName = config.site === 'intl' ? 'cpd International' : 'cpd China';
 
-  function requireSite(site: 'cn' | 'intl') {
-    if (config.site !== site) throw new AppError('not_found', 'not found');
-  }
-
   async function requirePaid(userId: string, paymentId: string) {
     const p = await paymentsService.requireOwn(userId, paymentId);
     if (p.status !== 'paid') throw new AppError('not_found', 'payment is not paid');
@@ -35,7 +31,6 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments) {
   }
 
   async function createInvoice(userId: string, input: { payment_id: string; title: string; tax_id?: string }) {
-    requireSite('cn');
     const title = input.title.trim();
     if (!title) throw new AppError('invalid', 'title is required');
     const taxId = input.tax_id?.trim().toUpperCase() || null;
@@ -67,13 +62,11 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments) {
   }
 
   async function listInvoices(userId: string) {
-    requireSite('cn');
     const rows = await db.select().from(invoices).where(eq(invoices.userId, userId)).orderBy(desc(invoices.createdAt), desc(invoices.id));
     return { invoices: rows.map(invoiceView) };
   }
 
   async function downloadInvoice(userId: string, paymentId: string): Promise<Response> {
-    requireSite('cn');
     const inv = await invoiceFor(userId, paymentId);
     if (!inv) throw new AppError('not_found', 'no invoice issued for this payment');
     const p = await paymentsService.requireOwn(userId, paymentId);
@@ -81,7 +74,6 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments) {
   }
 
   async function downloadReceipt(caller: { userId: string; email: string }, paymentId: string): Promise<Response> {
-    requireSite('intl');
     const p = await requirePaid(caller.userId, paymentId);
     if (p.provider !== 'card') throw new AppError('not_found', 'receipts exist for card payments only');
     return htmlAttachment(

@@ -103,9 +103,15 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return p;
   }
 
-  function replayCreate(existing: Payment, requestHash: string) {
+  /** Same key: the same payment. A twin request still waiting for its provider order is awaited (up to 10 s). */
+  async function replayCreate(existing: Payment, requestHash: string) {
     if (existing.requestHash !== requestHash) throw new AppError('conflict', 'this Idempotency-Key was used for a different payment request');
-    return createdView(existing);
+    let p = existing;
+    for (let waited = 0; p.status === 'pending' && !p.redirectUrl && !p.qrCodeUrl && waited < 10_000; waited += 100) {
+      await Bun.sleep(100);
+      p = (await reload(p.id))!;
+    }
+    return createdView(p);
   }
 
   async function list(userId: string, query: { limit: number; cursor?: string; status?: string }) {

@@ -63,6 +63,8 @@ for (const kind of DB_KINDS) {
       const body = { provider: 'card', amount: 7, currency: 'USD' };
       const [a, b] = await Promise.all([createPayment(alice, body, { 'idempotency-key': 'k1' }), createPayment(alice, body, { 'idempotency-key': 'k1' })]);
       expect(a.body.id).toBe(b.body.id);
+      expect(a.body).toEqual(b.body); // the twin waited for the provider order: both carry redirect_url
+      expect(b.body.redirect_url).toEqual(expect.any(String));
       const again = await createPayment(alice, body, { 'idempotency-key': 'k1' });
       expect(again.status).toBe(201);
       expect(again.body.id).toBe(a.body.id);
@@ -208,6 +210,8 @@ for (const kind of DB_KINDS) {
       expect((await t.request('GET', `/api/billing/receipts/${p.id}/download`)).status).toBe(401);
       expect((await t.request('GET', '/api/billing/invoices', { token: alice.token })).status).toBe(404);
       expect((await t.request('POST', '/api/billing/invoices', { token: alice.token, body: { payment_id: p.id, title: 'x' } })).status).toBe(404);
+      expect((await t.request('POST', '/api/billing/invoices', { token: alice.token, body: {} })).status).toBe(404); // no route here, not a 400
+      expect((await t.request('GET', `/api/billing/invoices/${p.id}/download?token=${alice.token}`)).status).toBe(404);
     });
 
     test('summary totals top-ups and usage', async () => {
