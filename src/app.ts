@@ -63,7 +63,7 @@ export async function buildApp(ctx: AppContext) {
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))
     .use(pricingPages({ pricing, config: ctx.config }))
-    .use(registryRoutes({ auth, resolver: accounts.resolver, registry, downloads, store }))
+    .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store }))
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config }))

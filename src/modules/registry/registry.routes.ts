@@ -1,6 +1,9 @@
 import { Elysia } from 'elysia';
 import { type authPlugin, type CallerResolver, resolveCaller } from '../../platform/http/auth';
 import { AppError } from '../../platform/errors';
+import { errorResponse } from '../../platform/http/errors';
+import { requestIdOf } from '../../platform/http/request-log';
+import type { Logger } from '../../platform/logger';
 import { type FsStore, type ObjectStore, SIGNED_OBJECT_PREFIX } from '../../platform/storage';
 import type { Downloads } from './registry.download';
 import { DownloadEnvelope, DownloadQuery, ModelMetadataBody, ModelRecord, SlugParams } from './registry.schemas';
@@ -11,6 +14,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const registryRoutes = (deps: {
   auth: ReturnType<typeof authPlugin>;
   resolver: CallerResolver;
+  log: Logger;
   registry: RegistryService;
   downloads: Downloads;
   store: ObjectStore | FsStore;
@@ -27,6 +31,14 @@ export const registryRoutes = (deps: {
    * own `.head()` routes never run.
    */
   async function head(request: Request): Promise<Response | undefined> {
+    try {
+      return await answerHead(request);
+    } catch (err) {
+      // Errors thrown before routing do not reach the app's onError: map them the same way here.
+      return errorResponse(err, 'UNKNOWN', deps.log, requestIdOf(request));
+    }
+  }
+  async function answerHead(request: Request): Promise<Response | undefined> {
     const url = new URL(request.url);
     const path = url.pathname;
     if (path.startsWith(SIGNED_OBJECT_PREFIX)) return serveObject(request, path.slice(SIGNED_OBJECT_PREFIX.length));

@@ -145,6 +145,30 @@ for (const kind of DB_KINDS) {
       expect((await head.arrayBuffer()).byteLength).toBe(0);
     });
 
+    test('HEAD errors have the same statuses and {error} bodies as GET', async () => {
+      const cases: Array<[string, RequestInit, number]> = [
+        ['/api/models/demo/download?quant=int4&sdk=v1.2', {}, 401],
+        ['/api/models/demo/download?quant=bad&sdk=v1.2', bearer(key.key), 400],
+        ['/api/models/nope/download?quant=int4&sdk=v1.2', bearer(key.key), 404],
+        ['/api/models/demo/zip?artifact=x&expires=9999999999&signature=00', {}, 403],
+        ['/api/storage/sha256/aa/x?filename=a&expires=9999999999&signature=00', {}, 403],
+      ];
+      for (const [path, init, status] of cases) {
+        const res = await raw(path, { method: 'HEAD', ...init });
+        expect(res.status).toBe(status);
+        expect(res.headers.get('content-type')).toContain('application/json');
+        expect(res.headers.get('x-request-id')).toBeTruthy();
+      }
+    });
+
+    test('a traversal attempt through the signed object route is refused', async () => {
+      for (const path of ['/api/storage/..%2F..%2Fetc%2Fpasswd?filename=a&expires=9999999999&signature=00', '/api/storage/sha256/../../../etc/passwd']) {
+        const res = await raw(path);
+        expect([403, 404]).toContain(res.status);
+        expect(await res.json()).toEqual({ error: expect.any(String) });
+      }
+    });
+
     test('Range answers 206 slices that resume the archive; a range past the end is 416', async () => {
       const path = '/api/models/demo/download?quant=int4&sdk=v1.2';
       const full = Buffer.from(await (await raw(path, bearer(key.key))).arrayBuffer());
