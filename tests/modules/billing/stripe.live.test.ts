@@ -64,6 +64,15 @@ describe('card in live mode: Stripe Checkout against a local Stripe (postgres)',
     expect((await t.request('GET', `/api/billing/payments/${p.id}`, { token: user.token })).body.status).toBe('pending');
   });
 
+  test('events that are not about a cpd payment are acknowledged and change nothing', async () => {
+    const before = await balance();
+    const foreign = await stripe.event('checkout.session.completed', { ...stripe.sessionFor((await create(3)).id), client_reference_id: null, payment_status: 'paid' });
+    expect((await deliver(foreign)).status).toBe(200);
+    const other = await stripe.event('payment_intent.succeeded', { ...stripe.sessionFor((await create(4)).id) });
+    expect((await deliver(other)).status).toBe(200);
+    expect(await balance()).toBe(before);
+  });
+
   test('checkout.session.expired expires the payment; a completed event after it still credits', async () => {
     const p = await create(12);
     expect((await deliver(await stripe.expireEvent(p.id))).status).toBe(200);

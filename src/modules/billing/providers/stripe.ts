@@ -66,6 +66,8 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
     },
     async parseNotification(rawBody) {
       const event = JSON.parse(rawBody) as Stripe.Event;
+      // Sessions not created by cpd (no client_reference_id) are acknowledged and ignored.
+      if (event.type.startsWith('checkout.session.') && !(event.data.object as Stripe.Checkout.Session).client_reference_id) return null;
       switch (event.type) {
         case 'checkout.session.completed':
         case 'checkout.session.async_payment_succeeded':

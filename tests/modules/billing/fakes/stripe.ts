@@ -76,6 +76,7 @@ export function startFakeStripe(opts: { secretKey: string; webhookSecret: string
     url: `http://127.0.0.1:${server.port}`,
     sessions,
     requests,
+    event,
     sessionFor: (paymentId: string) => [...sessions.values()].find((s) => s.client_reference_id === paymentId)!,
     /** The customer pays: the session completes; returns the signed checkout.session.completed event. */
     pay(paymentId: string, amountTotal?: number) {
