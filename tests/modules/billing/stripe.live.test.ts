@@ -51,6 +51,9 @@ describe('card in live mode: Stripe Checkout against a local Stripe (postgres)',
     expect(first.body).toEqual({ received: true });
     expect(await status(p.id)).toMatchObject({ status: 'paid', provider_reference: stripe.sessionFor(p.id).payment_intent });
     await Promise.all([deliver(event), deliver(event), deliver(event)]);
+    // Reordered: an expiry event delivered after the payment does not undo it.
+    expect((await deliver(await stripe.expireEvent(p.id))).status).toBe(200);
+    expect((await status(p.id)).status).toBe('paid');
     expect(await balance()).toBe(before + 10_000_000n);
     expect(await ledgerSumMicros(t.ctx, user.id)).toBe(await balance());
   });
