@@ -62,7 +62,7 @@ describe('named limits', () => {
 });
 
 describe('clientAddress', () => {
-  const server = { requestIP: () => ({ address: '10.0.0.9', family: 'IPv4', port: 1234 }) };
+  const server = { requestIP: () => ({ address: '10.0.0.9', family: 'IPv4' as const, port: 1234 }) };
   const request = (xff?: string) => new Request('http://localhost/', { headers: xff ? { 'x-forwarded-for': xff } : {} });
 
   test('ignores X-Forwarded-For unless TRUST_PROXY', () => {
