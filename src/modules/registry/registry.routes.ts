@@ -63,7 +63,7 @@ export const registryRoutes = (deps: {
         response: { 200: ModelRecord },
         detail: { summary: 'One model record', tags: ['models'] },
       })
-      .get('/api/models/:slug/download', ({ request, caller, params, query }) => downloads.download(request, caller, params.slug, query), {
+      .get('/api/models/:slug/download', ({ request, caller, params, query }) => downloads.download(request, caller, params.slug, { quant: query.quant ?? '', sdk: query.sdk ?? '', format: query.format }), {
         auth: [...modes],
         params: SlugParams,
         query: DownloadQuery,

@@ -20,14 +20,16 @@ export type ModelRecord = typeof ModelRecord.static;
 
 export const SlugParams = t.Object({ slug: t.String({ maxLength: 200 }) });
 
-/** Unknown query fields are ignored; quant and sdk are required and checked. */
+/**
+ * Unknown query fields are ignored. quant and sdk are required, but checked by the service after
+ * the credential (401 before 400, as for HEAD), so here they are only documented.
+ */
 export const DownloadQuery = t.Object(
   {
-    // A pattern, not UnionEnum: Elysia fills a missing UnionEnum query field with its first value.
-    quant: t.String({ pattern: `^(${QUANTS.join('|')})$`, error: 'quant must be one of int4, int8, int326' }),
-    sdk: t.String({ pattern: SDK_PATTERN.source, error: 'sdk must look like v1.0' }),
-    format: t.Optional(t.String()),
-    token: t.Optional(t.String()),
+    quant: t.Optional(t.String({ description: 'int4, int8 or int326 (required)' })),
+    sdk: t.Optional(t.String({ description: 'v<major>.<minor>, for example v1.0 (required)' })),
+    format: t.Optional(t.String({ description: '"json" selects the {mode, url, filename} envelope' })),
+    token: t.Optional(t.String({ description: 'session token (Q), instead of the Authorization header' })),
   },
   { additionalProperties: true },
 );

@@ -41,6 +41,7 @@ for (const kind of DB_KINDS) {
     test('401 without a credential, with a bad key, a bad session, or a key in the query', async () => {
       const path = '/api/models/demo/download?quant=int4&sdk=v1.0';
       expect((await raw(path)).status).toBe(401);
+      expect((await raw('/api/models/demo/download?quant=bad')).status).toBe(401); // the credential is checked first
       expect((await raw(path, bearer('bfvk-notakey'))).status).toBe(401);
       expect((await raw(path, bearer('not-a-session'))).status).toBe(401);
       const res = await raw(`${path}&token=${key.key}`);
