@@ -4,7 +4,7 @@
  * (`bun build --compile --bytecode --format=esm --minify`), measured in the same run.
  * Targets (issue 2): ≤ 60 ms on PostgreSQL, ≤ 700 ms embedded reopen.
  *
- *   bun bench/startup.ts            (RUNS=20 for more samples)
+ *   bun bench/startup.ts            (RUNS=20 for more samples; CPD=path to time another build)
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -65,7 +65,7 @@ async function buildHello(): Promise<string> {
   return out;
 }
 
-const cpd = await ensureBuilt();
+const cpd = process.env.CPD ?? (await ensureBuilt());
 const hello = await buildHello();
 const db = await createEmptyPostgresDatabase();
 try {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bun
-/** cpd: one executable per site. Dispatches argv to the cli/ commands. */
-import { ConfigError } from './config';
-import { engineCommand } from './cli/engine';
+/**
+ * cpd: one executable per site. Dispatches argv to the cli/ commands.
+ * Commands are imported on demand: `cpd version` or `--help` does not load the whole server, and
+ * `cpd serve` on the embedded database starts compiling PGlite's WebAssembly (on JSC's compiler
+ * threads) while the server's modules are still loading.
+ */
 import { FatalError, UsageError } from './cli/args';
-import { migrateCommand } from './cli/migrate';
-import { modelsCommand } from './cli/models';
-import { serveCommand } from './cli/serve';
-import { usersCommand } from './cli/users';
-import { versionCommand } from './cli/version';
+import { ConfigError } from './config';
+import { pgliteAssets } from './platform/db/pglite-assets';
 
 const HELP = `
 Usage: cpd <command> [options]
@@ -23,13 +23,14 @@ Commands:
 Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment.
 `;
 
-const commands: Record<string, (argv: string[]) => Promise<void> | void> = {
-  serve: serveCommand,
-  migrate: migrateCommand,
-  users: usersCommand,
-  models: modelsCommand,
-  engine: engineCommand,
-  version: versionCommand,
+type Command = (argv: string[]) => Promise<void> | void;
+const commands: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./cli/serve')).serveCommand,
+  migrate: async () => (await import('./cli/migrate')).migrateCommand,
+  users: async () => (await import('./cli/users')).usersCommand,
+  models: async () => (await import('./cli/models')).modelsCommand,
+  engine: async () => (await import('./cli/engine')).engineCommand,
+  version: async () => (await import('./cli/version')).versionCommand,
 };
 
 async function main(argv: string[]) {
@@ -39,10 +40,10 @@ async function main(argv: string[]) {
     if (!name) process.exitCode = 2;
     return;
   }
-  if (name === '--version') return versionCommand([]);
-  const command = commands[name];
-  if (!command) throw new UsageError(`unknown command "${name}"\n${HELP}`);
-  await command(rest);
+  const load = commands[name === '--version' ? 'version' : name];
+  if (!load) throw new UsageError(`unknown command "${name}"\n${HELP}`);
+  if (name === 'serve' && !process.env.DATABASE_URL) void pgliteAssets();
+  await (await load())(rest);
 }
 
 main(process.argv.slice(2)).catch((err) => {
