@@ -103,13 +103,17 @@ export async function publishArtifact(ctx: AppContext, store: ObjectStore, input
   let done = 0;
   const files: ArtifactFile[] = [];
   for (const f of local) {
-    const { crc32, sha256 } = await hashFile(f, (n) => progress('hashing', (done += n), total));
+    const { crc32, sha256 } = await hashFile(f, (n) => {
+      done += n;
+      progress('hashing', done, total);
+    });
     files.push({ path: f.path, size: f.size, crc32, sha256, objectKey: contentKey(sha256) });
   }
   done = 0;
   for (const [i, f] of files.entries()) {
     if (!(await store.exists(f.objectKey))) await store.putFile(f.objectKey, local[i]!.absolute);
-    progress('storing', (done += f.size), total);
+    done += f.size;
+    progress('storing', done, total);
   }
 
   const contentHash = kind === 'file' ? files[0]!.sha256 : sha256Hex(files.map((f) => `${f.path}\0${f.size}\0${f.sha256}`).join('\n'));

@@ -11,7 +11,7 @@ import type { Caller } from '../../platform/http/auth';
 import { newId } from '../../platform/ids';
 import type { ObjectStore } from '../../platform/storage';
 import { type ModelMetadata, type ModelRecord, QUANTS, type Quant, SDK_PATTERN, SLUG_PATTERN } from './registry.schemas';
-import { artifactFiles, artifacts, downloads, models } from './registry.tables';
+import { artifactFiles, artifacts, type downloads, models } from './registry.tables';
 
 export const REGISTRY_CHANNEL = 'cpd_registry';
 const FLUSH_MS = 200;

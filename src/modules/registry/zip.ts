@@ -161,8 +161,8 @@ function endRecords(count: number, cdOffset: number, cdSize: number): Uint8Array
   w.u16(0);
   w.u16(Math.min(count, U16_MAX));
   w.u16(Math.min(count, U16_MAX));
-  w.u32(cdSize >= U32_MAX ? U32_MAX : cdSize);
-  w.u32(cdOffset >= U32_MAX ? U32_MAX : cdOffset);
+  w.u32(Math.min(cdSize, U32_MAX));
+  w.u32(Math.min(cdOffset, U32_MAX));
   w.u16(0);
   return w.bytes;
 }

@@ -3,14 +3,7 @@ import { createPricingService } from '../../../src/modules/pricing';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-
-async function until(check: () => boolean, what: string, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
+import { until } from '../registry/support';
 
 for (const kind of DB_KINDS) {
   describe(`pricing (${kind})`, () => {

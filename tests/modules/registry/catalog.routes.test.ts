@@ -5,15 +5,7 @@ import { createRegistryService } from '../../../src/modules/registry';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { bundleFiles, makeBundle, publish } from './support';
-
-async function until(check: () => boolean, what: string, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
+import { bundleFiles, makeBundle, publish, until } from './support';
 
 for (const kind of DB_KINDS) {
   describe(`model catalog (${kind})`, () => {

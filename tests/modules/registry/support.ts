@@ -38,5 +38,19 @@ export function unzip(args: string[]) {
 /** A clock tests move forward instead of sleeping. */
 export function testClock(start = Date.now()) {
   let now = start;
-  return { now: () => new Date(now), advance: (ms: number) => void (now += ms) };
+  return {
+    now: () => new Date(now),
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+/** Polls `check` until it holds, failing with `what` after the deadline (never a blind sleep). */
+export async function until(check: () => boolean, what: string, ms = 5000) {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
 }
