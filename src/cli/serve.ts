@@ -11,7 +11,7 @@ Starts the HTTP server for one site (API, gateway, router, agents, public pages)
 Applies pending migrations first, under an advisory lock (replicas may start together).
 Configuration comes from the environment (see README.md, "Configuration").
 SIGTERM or SIGINT stops gracefully: no new connections, in-flight requests finish (at most
-10 s), the database is closed, exit 0.
+10 s), queues drain and the database is closed (at most 10 s more), exit 0.
 `;
 
 /** How long in-flight requests may take after SIGTERM; systemd's TimeoutStopSec must be longer. */
@@ -45,16 +45,23 @@ export async function serveCommand(argv: string[]) {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // stop(false) closes the listener at once and resolves when the in-flight requests are done.
+    const drained = server.stop(false).then(() => 'done' as const);
     ctx.log.info({ msg: 'shutting down', signal });
     const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), SHUTDOWN_DEADLINE_MS).unref());
-    // stop(false) closes the listener at once and resolves when the in-flight requests are done.
-    if ((await Promise.race([server.stop(false).then(() => 'done' as const), deadline])) === 'timeout') {
+    if ((await Promise.race([drained, deadline])) === 'timeout') {
       ctx.log.warn({ msg: 'shutdown deadline reached; closing open connections' });
       await server.stop(true);
     }
     // Elysia runs after-response hooks (the access log) in setImmediate: let them run first.
     await new Promise((r) => setImmediate(r));
+    // Closers (queues draining into the database, the database itself) get their own deadline.
+    const closing = setTimeout(() => {
+      ctx.log.error({ msg: 'shutdown steps did not finish in time; exiting' });
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
     await ctx.shutdown();
+    clearTimeout(closing);
     ctx.log.info({ msg: 'stopped' });
     process.exit(0);
   };

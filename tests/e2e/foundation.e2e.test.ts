@@ -52,7 +52,7 @@ async function pollStatus(base: string, path: string, want: number) {
   }
 }
 
-/** A raw HTTP/1.1 connection: `send` writes bytes; `response` resolves everything read once the server closes. */
+/** A raw HTTP/1.1 connection: `send` writes bytes, `received` is what came back so far, `response` resolves it all once the server closes. */
 async function rawConnection(base: string) {
   const { hostname, port } = new URL(base);
   const socket = connect(Number(port), hostname);
@@ -62,19 +62,34 @@ async function rawConnection(base: string) {
   });
   const response = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { send: (text: string) => socket.write(text), response };
+  return { send: (text: string) => socket.write(text), received: () => received, response };
 }
 
-const postHead = (path: string, length: number) =>
-  `POST ${path} HTTP/1.1\r\nHost: cpd\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+const postHead = (path: string, length: number, extra = '') =>
+  `POST ${path} HTTP/1.1\r\nHost: cpd\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n${extra}\r\n`;
 
-async function waitForLog(server: RunningBinary, text: string) {
+async function waitFor(condition: () => boolean, what: string) {
   const deadline = Date.now() + 20_000;
-  while (!server.logs().includes(text)) {
-    if (Date.now() > deadline) throw new Error(`no "${text}" in logs:\n${server.logs()}`);
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await Bun.sleep(10);
   }
 }
+
+/** Resolves true when a TCP connection to `base` is refused, false when it is accepted (then closed). */
+function connectionRefused(base: string): Promise<boolean> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+const waitForLog = (server: RunningBinary, text: string) => waitFor(() => server.logs().includes(text), `"${text}" in the logs`);
 
 describe('cpd command line', () => {
   test('every command answers --help with exit 0', async () => {
@@ -208,16 +223,18 @@ function shutdownTest(server: () => RunningBinary) {
   test('SIGTERM lets an in-flight request finish, refuses new connections, and exits 0', async () => {
     const s = server();
     const body = JSON.stringify({ email: `inflight-${Date.now()}@example.com`, password: 'pw-in-flight-123' });
-    // Headers and the start of the body now, the rest after SIGTERM: the request is in flight.
+    // The headers now, the body after SIGTERM. "100 Continue" says the handler is waiting for the
+    // body: from then on the request is in flight.
     const conn = await rawConnection(s.url);
-    conn.send(postHead('/api/auth/register', Buffer.byteLength(body)) + body.slice(0, 10));
+    conn.send(postHead('/api/auth/register', Buffer.byteLength(body), 'Expect: 100-continue\r\n'));
+    await waitFor(() => conn.received().startsWith('HTTP/1.1 100 Continue'), '100 Continue');
     s.proc.kill('SIGTERM');
     await waitForLog(s, '"msg":"shutting down"');
-    // A new connection (fetch could reuse a pooled keep-alive one) is refused.
-    await expect(rawConnection(s.url)).rejects.toThrow();
+    // A new connection is refused (not fetch: it could reuse a pooled keep-alive connection).
+    expect(await connectionRefused(s.url)).toBe(true);
 
-    conn.send(body.slice(10));
-    const response = await conn.response;
+    conn.send(body);
+    const response = (await conn.response).replace('HTTP/1.1 100 Continue\r\n\r\n', '');
     expect(response).toStartWith('HTTP/1.1 201');
     expect(response).toContain('"token"');
     expect(await s.stop()).toBe(0);
