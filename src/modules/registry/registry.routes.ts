@@ -44,7 +44,12 @@ export const registryRoutes = (deps: {
     if (path.startsWith(SIGNED_OBJECT_PREFIX)) return serveObject(request, path.slice(SIGNED_OBJECT_PREFIX.length));
     const m = /^\/api\/models\/([^/]+)\/(download|zip)$/.exec(path);
     if (!m) return undefined;
-    const slug = decodeURIComponent(m[1]!);
+    let slug: string;
+    try {
+      slug = decodeURIComponent(m[1]!);
+    } catch {
+      throw new AppError('not_found', 'model not found');
+    }
     if (m[2] === 'zip') return downloads.signedZip(request, slug);
     const caller = await resolveCaller(deps.resolver, request, modes);
     const q = url.searchParams;

@@ -151,6 +151,7 @@ for (const kind of DB_KINDS) {
         ['/api/models/demo/download?quant=int4&sdk=v1.2', {}, 401],
         ['/api/models/demo/download?quant=bad&sdk=v1.2', bearer(key.key), 400],
         ['/api/models/nope/download?quant=int4&sdk=v1.2', bearer(key.key), 404],
+        ['/api/models/%E0%A4%A/download?quant=int4&sdk=v1.2', bearer(key.key), 404],
         ['/api/models/demo/zip?artifact=x&expires=9999999999&signature=00', {}, 403],
         ['/api/storage/sha256/aa/x?filename=a&expires=9999999999&signature=00', {}, 403],
       ];
