@@ -237,5 +237,5 @@ export function streamZip(plan: ZipPlan, read: ReadObject, start = 0, end = plan
     async cancel(reason) {
       await reader?.return?.(reason);
     },
-  }, { highWaterMark: 0 }); // read from storage only when the socket asks: nothing piles up in memory
+  }, { highWaterMark: 0 }); // read from storage only when the response asks for the next chunk
 }
