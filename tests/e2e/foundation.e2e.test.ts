@@ -43,13 +43,15 @@ async function get(base: string, path: string, headers: Record<string, string> =
   return { status: res.status, headers: res.headers, text, body: text.startsWith('{') ? JSON.parse(text) : null };
 }
 
+/** GETs `path` until it answers `want` (or 30 s pass) and returns the last answer. */
 async function pollStatus(base: string, path: string, want: number) {
   const deadline = Date.now() + 30_000;
-  for (;;) {
-    const res = await get(base, path);
-    if (res.status === want || Date.now() > deadline) return res;
+  let res = await get(base, path);
+  while (res.status !== want && Date.now() < deadline) {
     await Bun.sleep(100);
+    res = await get(base, path);
   }
+  return res;
 }
 
 /** A raw HTTP/1.1 connection: `send` writes bytes, `received` is what came back so far, `response` resolves it all once the server closes. */
@@ -200,18 +202,12 @@ function contractTests(server: () => RunningBinary) {
     const requestId = 'e2e-log-check-1';
     await get(server().url, '/healthz?probe=Q7f3-query-value', { 'x-request-id': requestId });
 
-    const deadline = Date.now() + 10_000;
-    let line: Record<string, unknown> | undefined;
-    while (!line && Date.now() < deadline) {
-      line = server()
-        .logs()
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l))
-        .find((l) => l.request_id === requestId);
-      if (!line) await Bun.sleep(20);
-    }
-    expect(line).toMatchObject({ msg: 'request', method: 'GET', path: '/healthz', status: 200, duration_ms: expect.any(Number) });
+    await waitForLog(server(), `"request_id":"${requestId}"`);
+    const line = server()
+      .logs()
+      .split('\n')
+      .find((l) => l.includes(`"request_id":"${requestId}"`));
+    expect(JSON.parse(line!)).toMatchObject({ msg: 'request', method: 'GET', path: '/healthz', status: 200, duration_ms: expect.any(Number) });
     const logs = server().logs();
     expect(logs).toContain('"path":"/api/auth/me"');
     for (const secret of [password, token, 'Q7f3-query-value']) expect(logs).not.toContain(secret);
