@@ -6,13 +6,25 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench migrations clean deps
+.PHONY: run test build check lint typecheck bench migrations clean deps test-tools
+
+# Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
+# cc for the FFI fixtures), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc
 
 run: build
 	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve
 
-test: build
+test: build test-tools
 	$(BUN) test --timeout 60000
+
+test-tools:
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || echo $${t#*:}; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing test tools: $$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 build: dist/cpd
 
