@@ -61,6 +61,16 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
       return { transactionId: r.transactionId, balanceMicros: r.balanceMicros };
     },
 
+    /**
+     * One `usage` entry per element in ONE multi-row statement (the router's batches), in the
+     * caller's transaction or on its own. Idempotent per reference; each wallet moves once by the
+     * sum of its new entries, wallets locked in user-id order. Answers every named user's balance.
+     */
+    async debitUsageMany(on: DbOrTx, entries: DebitUsageInput[]): Promise<Map<string, bigint>> {
+      if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
+      return ledger.applyUsageMany(on, entries);
+    },
+
     /** A top-up or adjustment, idempotent on `reference`; `applied` is false on a replay. */
     async credit(on: DbOrTx, input: CreditInput) {
       if (input.type === 'topup' && input.amountMicros <= 0n) throw new AppError('invalid', 'a top-up must be positive');

@@ -4,8 +4,9 @@
  * lock serialises writers of one wallet) and notifies 'cpd_wallet' (wallet-signal.ts says when
  * that NOTIFY is sent after the commit instead). One statement is atomic on its own and joins the
  * caller's transaction when given one, so balance == sum(transactions) holds under any concurrency.
+ * A batch of usage entries is one statement the same way (applyUsageMany).
  */
-import { and, desc, eq, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import type { Database, DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
@@ -52,6 +53,41 @@ const applySql = (notify: boolean) => `
   from ins, upd`;
 const APPLY_QUIET = applySql(false);
 const APPLY_NOTIFY = applySql(true);
+
+/**
+ * Many `usage` entries as one statement, the same shape as applySql: the entries arrive as one JSON
+ * parameter (cheap, unlike thousands of bound parameters) and are inserted by one multi-row insert
+ * (a replayed reference inserts nothing); each wallet then moves once by the sum of its newly
+ * inserted entries, upserted in user-id order so concurrent writers lock wallets in the same order.
+ * Answers one row per moved wallet, with how many entries were inserted.
+ */
+const usageManySql = (notify: boolean) => `
+  with entry as (
+    select * from jsonb_to_recordset($1::jsonb) as x(id text, user_id text, amount_micros bigint, description text, reference text)
+  ), ins as (
+    insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
+    select id, user_id, 'usage', amount_micros, $2, description, reference, $3::timestamptz from entry
+    on conflict (reference) do nothing
+    returning user_id, amount_micros
+  ), upd as (
+    insert into wallets (user_id, currency, balance_micros, created_at, updated_at)
+    select user_id, $2, sum(amount_micros), $3::timestamptz, $3::timestamptz from ins group by user_id order by user_id
+    on conflict (user_id) do update
+      set balance_micros = wallets.balance_micros + excluded.balance_micros, updated_at = excluded.updated_at
+    returning user_id, balance_micros
+  )
+  select upd.user_id, upd.balance_micros::text as balance, (select count(*) from ins)::int as inserted${notify ? `, pg_notify('${WALLET_CHANNEL}', upd.user_id)` : ''}
+  from upd`;
+const USAGE_MANY_QUIET = usageManySql(false);
+const USAGE_MANY_NOTIFY = usageManySql(true);
+
+export interface UsageEntry {
+  userId: string;
+  /** The positive cost; it is recorded as a negative `usage` amount. */
+  amountMicros: bigint;
+  reference: string;
+  description: string;
+}
 
 /**
  * Runs a hot statement as a prepared statement on the driver behind `on` (the pool or the caller's
@@ -104,6 +140,51 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     if (existing.userId !== entry.userId || existing.type !== entry.type || existing.amountMicros !== entry.amountMicros)
       throw new AppError('conflict', 'this reference was already used for a different ledger entry');
     return { transactionId: existing.id, balanceMicros: await balanceOn(on, entry.userId), applied: false };
+  }
+
+  /**
+   * Records `usage` entries as one statement (see usageManySql); answers the balance of every
+   * wallet named. Replays insert nothing; a reference already used for a different entry is a
+   * conflict (raised after the statement: inside a caller's transaction it rolls back with it).
+   */
+  async function applyUsageMany(on: DbOrTx, entries: UsageEntry[]): Promise<Map<string, bigint>> {
+    const balances = new Map<string, bigint>();
+    if (!entries.length) return balances;
+    const announceAfter = on === database.db; // as in apply(): a debit on its own is announced after
+    const json = JSON.stringify(
+      entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
+    );
+    const rows = await runPrepared<{ user_id: string; balance: string; inserted: number }>(
+      database,
+      on,
+      announceAfter ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
+      [json, currency, ctx.clock.now().toISOString()],
+    );
+    for (const r of rows) {
+      balances.set(r.user_id, BigInt(r.balance));
+      if (announceAfter) signal.later(r.user_id);
+    }
+    if ((rows[0]?.inserted ?? 0) < entries.length) await checkReplays(on, entries, balances);
+    return balances;
+  }
+
+  /** Some references existed: each must name the same entry; the untouched wallets' balances are read. */
+  async function checkReplays(on: DbOrTx, entries: UsageEntry[], balances: Map<string, bigint>): Promise<void> {
+    const existing = await on
+      .select({ reference: walletTransactions.reference, userId: walletTransactions.userId, type: walletTransactions.type, amountMicros: walletTransactions.amountMicros })
+      .from(walletTransactions)
+      .where(inArray(walletTransactions.reference, entries.map((e) => e.reference)));
+    const byReference = new Map(existing.map((x) => [x.reference, x]));
+    for (const e of entries) {
+      const x = byReference.get(e.reference);
+      if (!x) throw new Error(`ledger entry ${e.reference} neither inserted nor found`);
+      if (x.userId !== e.userId || x.type !== 'usage' || x.amountMicros !== -e.amountMicros)
+        throw new AppError('conflict', 'this reference was already used for a different ledger entry');
+    }
+    const missing = [...new Set(entries.map((e) => e.userId))].filter((u) => !balances.has(u));
+    if (!missing.length) return;
+    const found = await on.select({ userId: wallets.userId, b: wallets.balanceMicros }).from(wallets).where(inArray(wallets.userId, missing));
+    for (const w of found) balances.set(w.userId, w.b);
   }
 
   async function balanceOn(on: DbOrTx, userId: string): Promise<bigint> {
@@ -167,7 +248,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     };
   }
 
-  return { apply, balance: (userId: string) => balanceOn(database.db, userId), wallet, listTransactions, summary };
+  return { apply, applyUsageMany, balance: (userId: string) => balanceOn(database.db, userId), wallet, listTransactions, summary };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

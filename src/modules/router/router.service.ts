@@ -14,13 +14,11 @@ import { routerSettings } from './router.config';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, openStreamOnce } from './router.upstream';
-import { type UsageRecord, createUsageWriter } from './router.usage';
-import type { DbOrTx } from '../../platform/db';
+import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
-  billing: {
-    debitUsage(on: DbOrTx, input: { userId: string; amountMicros: bigint; reference: string; description: string }): Promise<{ balanceMicros: bigint }>;
+  billing: UsageDebitor & {
     getBalanceMicros(userId: string): Promise<bigint>;
     onBalanceChange(listener: (userId: string) => void): Promise<void>;
   };

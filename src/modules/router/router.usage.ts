@@ -1,7 +1,8 @@
 /**
  * The usage writer. Usage rows are queued in process and written in batches: one database
- * transaction per batch inserts the rows, upserts the hourly and daily rollups and debits each user's wallet
- * through billing.debitUsage (idempotent on `usage:<first row id>`). A response never waits for the
+ * transaction per batch inserts the rows, upserts the hourly and daily rollups and records one `usage`
+ * ledger entry per billed row through billing.debitUsageMany (one multi-row statement, idempotent on
+ * `usage:<usage row id>`, each wallet updated once). A response never waits for the
  * database; a full queue (maxQueue rows) makes new requests wait for room (backpressure), and
  * close() — registered on ctx.onShutdown, after the listener stopped — drains everything.
  * Writes lock wallets and rollup rows in sorted order so replicas cannot deadlock each other.
@@ -30,8 +31,8 @@ export interface UsageRecord {
   requestId: string | null;
 }
 
-interface Debitor {
-  debitUsage(on: DbOrTx, input: { userId: string; amountMicros: bigint; reference: string; description: string }): Promise<{ balanceMicros: bigint }>;
+export interface UsageDebitor {
+  debitUsageMany(on: DbOrTx, entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>): Promise<Map<string, bigint>>;
 }
 
 export interface UsageWriterOptions {
@@ -104,7 +105,7 @@ function insertStatement(batch: UsageRecord[], currency: string) {
 
 export function createUsageWriter(
   ctx: AppContext,
-  billing: Debitor,
+  billing: UsageDebitor,
   onCommitted: (debits: Map<string, bigint>, balances: Map<string, bigint>) => void,
   opts: UsageWriterOptions = {},
 ) {
@@ -122,22 +123,16 @@ export function createUsageWriter(
   async function writeBatch(batch: UsageRecord[]): Promise<Map<string, bigint>> {
     return db.transaction(async (tx) => {
       await ctx.database.query(insertStatement(batch, currency), tx);
-      // One `usage` ledger entry per user per batch: a single request when traffic is light, the
-      // batch's requests of that user under load (its reference names the first usage row).
-      const balances = new Map<string, bigint>();
-      const perUser = new Map<string, UsageRecord[]>();
-      for (const r of batch) if (r.userId && r.costMicros > 0n) perUser.set(r.userId, [...(perUser.get(r.userId) ?? []), r]);
-      for (const userId of [...perUser.keys()].sort()) {
-        const rows = perUser.get(userId)!;
-        const amountMicros = rows.reduce((sum, r) => sum + r.costMicros, 0n);
-        const description =
-          rows.length === 1
-            ? `${rows[0]!.model} via ${rows[0]!.entrypoint}: ${rows[0]!.promptTokens}+${rows[0]!.completionTokens} tokens`
-            : `${rows.length} router requests (${[...new Set(rows.map((r) => r.model))].join(', ')})`;
-        const { balanceMicros } = await billing.debitUsage(tx, { userId, amountMicros, reference: `usage:${rows[0]!.id}`, description });
-        balances.set(userId, balanceMicros);
-      }
-      return balances;
+      // One ledger entry per billed request, so a user can match each entry to its request.
+      const debits = batch
+        .filter((r) => r.userId && r.costMicros > 0n)
+        .map((r) => ({
+          userId: r.userId!,
+          amountMicros: r.costMicros,
+          reference: `usage:${r.id}`,
+          description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
+        }));
+      return billing.debitUsageMany(tx, debits);
     });
   }
 

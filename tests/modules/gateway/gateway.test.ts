@@ -60,6 +60,33 @@ describe('gateway: metering through the openai client', () => {
     expect(BigInt(row!.cost_usd_micros)).toBe(15n * PER_TOKEN);
   });
 
+  test('N parallel requests by one user are N `usage` transactions, each the cost of its request', async () => {
+    // Request i reports i + 1 prompt tokens, so every request has its own cost.
+    h.up.set((body) => ({ promptTokens: Number(String(body.messages[0].content).slice(1)) + 1 }));
+    const u = await fundedUser(h, 1_000_000_000n);
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `n${i}` }] }).withResponse()),
+    );
+    await h.t.services.router.flushUsage();
+    h.up.reset();
+    const xCosts = answers.map((a) => a.response.headers.get('x-cost')!).sort();
+    expect(new Set(xCosts).size).toBe(12);
+    const listed = await h.t.request('GET', '/api/billing/transactions?limit=200', { token: u.user.token });
+    const usage = (listed.body as { transactions: Array<{ type: string; amount: number; description: string }> }).transactions.filter((x) => x.type === 'usage');
+    expect(usage.map((x) => (-x.amount).toFixed(6)).sort()).toEqual(xCosts);
+    expect(usage.map((x) => x.description).sort()).toEqual(answers.map((_, i) => `m1 via m1: ${i + 1}+5 tokens`).sort());
+    // Each usage row has its own ledger entry (reference usage:<row id>) of exactly its cost.
+    const pairs = await h.t.ctx.database.query<{ cost: string; amount: string | null }>(
+      sql`select r.cost_micros::text as cost, t.amount_micros::text as amount
+          from router_usage r left join wallet_transactions t on t.reference = 'usage:' || r.id where r.user_id = ${u.user.id}`,
+    );
+    expect(pairs.length).toBe(12);
+    for (const p of pairs) expect(BigInt(p.amount!)).toBe(-BigInt(p.cost));
+    const [sum] = await h.t.ctx.database.query<{ s: string }>(sql`select sum(amount_micros)::text as s from wallet_transactions where user_id = ${u.user.id}`);
+    expect(await u.balance()).toBe(BigInt(sum!.s));
+    expect(await u.balance()).toBe(1_000_000_000n - pairs.reduce((s, p) => s + BigInt(p.cost), 0n));
+  });
+
   test('stream: include_usage forced upstream, usage and cost in the final chunk, exact debit', async () => {
     h.up.reset();
     h.up.set({ content: 'one two three four' });
