@@ -2,8 +2,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 
 export class UsageError extends Error {}
 
-/** An operator-facing failure (database unreachable, port taken): printed as one line, exit 1. */
-export class FatalError extends Error {}
+export { FatalError } from '../platform/errors';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 export type ParsedCommand<T extends Options> = {

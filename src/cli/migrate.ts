@@ -1,6 +1,7 @@
 import { loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
+import { rootMessage } from '../platform/errors';
 import { FatalError, parseCommand } from './args';
 
 const HELP = `
@@ -13,12 +14,10 @@ Uses DATABASE_URL, or the embedded database in DATA_DIR/pg when it is unset.
 
 export async function migrateCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
-  const ctx = await createContext(loadConfig()).catch((err) => {
-    throw new FatalError(`cannot open the database: ${(err as Error).message}`);
-  });
+  const ctx = await createContext(loadConfig());
   try {
     const applied = await migrate(ctx.database).catch((err) => {
-      throw new FatalError(`migrations failed: ${(err as Error).message}`);
+      throw new FatalError(`migrations failed: ${rootMessage(err)}`);
     });
     console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database is up to date');
   } finally {

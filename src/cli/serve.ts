@@ -2,6 +2,7 @@ import { buildApp } from '../app';
 import { loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
+import { rootMessage } from '../platform/errors';
 import { FatalError, parseCommand } from './args';
 
 const HELP = `
@@ -20,12 +21,10 @@ export const SHUTDOWN_DEADLINE_MS = 10_000;
 export async function serveCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
   const config = loadConfig();
-  const ctx = await createContext(config).catch((err) => {
-    throw new FatalError(`cannot open the database: ${(err as Error).message}`);
-  });
+  const ctx = await createContext(config);
   const applied = await migrate(ctx.database).catch(async (err) => {
     await ctx.shutdown();
-    throw new FatalError(`migrations failed: ${(err as Error).message}`);
+    throw new FatalError(`migrations failed: ${rootMessage(err)}`);
   });
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
   const { app, services } = await buildApp(ctx);

@@ -4,6 +4,7 @@ import type { AppContext } from './context';
 import { openDatabase } from './db';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
+import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
 
 /** Opens the site's database and builds the context the CLI commands share. */
@@ -13,7 +14,9 @@ export async function createContext(config: Config, log: Logger = createLogger(c
     pgliteDir = join(config.dataDir, 'pg');
     mkdirSync(pgliteDir, { recursive: true });
   }
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir }).catch((err) => {
+    throw new FatalError(`cannot open the database: ${rootMessage(err)}`);
+  });
   const closers: Array<() => Promise<void> | void> = [];
   return {
     config,

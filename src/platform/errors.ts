@@ -41,3 +41,13 @@ export class AppError extends Error {
     super(message);
   }
 }
+
+/** An operator-facing failure (database unreachable or in use, port taken): one line, exit 1. */
+export class FatalError extends Error {}
+
+/** The innermost cause's first line ("connect ECONNREFUSED …" rather than drizzle's "Failed query: …"). */
+export function rootMessage(err: unknown): string {
+  let e = err as { message?: unknown; cause?: unknown } | null;
+  while (e && typeof e === 'object' && e.cause && typeof e.cause === 'object') e = e.cause as typeof e;
+  return String(e?.message ?? err).split('\n')[0]!;
+}
