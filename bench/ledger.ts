@@ -5,7 +5,10 @@
  *     table (throughput ratio, target ≥ 0.7);
  *  2. the same 10,000 debits on ONE wallet (every writer waits for the same row lock), with the
  *     raw single-row UPDATE on one row as its baseline;
- *  3. afterwards, every wallet's balance must equal the sum of its ledger (exit 1 otherwise).
+ *  3. the router's batches: 256 usage entries per database transaction over the 1,000 wallets, as
+ *     one billing.debitUsageMany statement against one debitUsage per entry (one writer, as the
+ *     router's usage writer is; batches interleaved);
+ *  4. afterwards, every wallet's balance must equal the sum of its ledger (exit 1 otherwise).
  * Both sides run with the same concurrency (CONCURRENCY, default 10) on pools of the same size.
  *
  *   bun bench/ledger.ts          (DEBITS=20000 CONCURRENCY=20 to vary)
@@ -68,6 +71,29 @@ try {
   }
   const { rawSpread, ledgerSpread, rawOne, ledgerOne } = totals;
 
+  const BATCH = 256;
+  const batches = Math.ceil(DEBITS / BATCH);
+  const batchOf = (b: number, tag: string) =>
+    Array.from({ length: BATCH }, (_, i) => {
+      const n = b * BATCH + i;
+      return { userId: `w${n % WALLETS}`, amountMicros: BigInt(1_000 + (n % 97)), reference: `${tag}-${n}`, description: 'bench usage' };
+    });
+  const timed = async (job: () => Promise<unknown>) => {
+    const start = performance.now();
+    await job();
+    return performance.now() - start;
+  };
+  let many = 0;
+  let each = 0;
+  for (let b = 0; b < batches; b++) {
+    many += await timed(() => db.transaction((tx) => billing.debitUsageMany(tx, batchOf(b, 'many'))));
+    each += await timed(() =>
+      db.transaction(async (tx) => {
+        for (const e of batchOf(b, 'each')) await billing.debitUsage(tx, e);
+      }),
+    );
+  }
+
   const [check] = await tc.ctx.database.query<{ wallets: number; mismatched: number; entries: number }>(
     sql`select count(*)::int as wallets,
                count(*) filter (where w.balance_micros <> coalesce(t.total, 0))::int as mismatched,
@@ -85,8 +111,13 @@ try {
   const spreadRatio = rawSpread / ledgerSpread;
   console.log(`ratio (ledger ÷ raw throughput), 1,000 wallets: ${spreadRatio.toFixed(2)} (target ≥ 0.7)`);
   console.log(`ratio (ledger ÷ raw throughput), one wallet:    ${(rawOne / ledgerOne).toFixed(2)}`);
+  const batched = (name: string, ms: number) => console.log(`${name.padEnd(44)} ${ms.toFixed(0).padStart(6)} ms  ${String(Math.round(((batches * BATCH) / ms) * 1000)).padStart(6)}/s`);
+  console.log(`${batches} transactions of ${BATCH} usage entries over ${WALLETS} wallets, one writer`);
+  batched('billing.debitUsage per entry', each);
+  batched('billing.debitUsageMany per transaction', many);
+  console.log(`ratio (debitUsageMany ÷ debitUsage per entry throughput): ${(each / many).toFixed(2)}`);
   console.log(`ledger == balance: ${check!.mismatched === 0 ? 'yes' : 'NO'} (${check!.wallets} wallets, ${check!.entries} ledger entries)`);
-  if (check!.mismatched !== 0 || check!.entries !== WALLETS + 500 + 2 * per * ROUNDS) process.exitCode = 1;
+  if (check!.mismatched !== 0 || check!.entries !== WALLETS + 500 + 2 * per * ROUNDS + 2 * batches * BATCH) process.exitCode = 1;
 } finally {
   await raw.end();
   await tc.close();
