@@ -60,7 +60,7 @@ export function createDownloads(ctx: AppContext, deps: { registry: RegistryServi
     if (init.status === 416 || request.method === 'HEAD') return new Response(null, { status: init.status, headers });
     const { start, end } = init.range!;
     return new Response(
-      streamZip(plan, (key, from, to) => store.read(key, from, to), start, end),
+      streamZip(plan, (key, from, to) => store.chunks(key, from, to), start, end, request.signal),
       { status: init.status, headers },
     );
   }

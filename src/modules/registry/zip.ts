@@ -10,7 +10,7 @@
  * The registry computes every file's size and CRC-32 once, at publish time, so the whole archive
  * is a fixed sequence of segments: small header byte arrays (built here) and object byte ranges
  * (streamed from storage). Its size is known before the first byte, any byte range maps to a few
- * segment slices, and memory stays constant whatever the bundle size.
+ * segment slices, and memory stays constant whatever the bundle size (see streamZip).
  * Format: APPNOTE.TXT 6.3.10 §4.3 (local header, central directory, ZIP64 end records, §4.5.3 extra field).
  */
 
@@ -200,42 +200,36 @@ export function planZip(entries: ZipEntry[], modified: Date): ZipPlan {
   return { size: offset, segments };
 }
 
-/** Reads bytes [start, end) of an object. */
-export type ReadObject = (key: string, start: number, end: number) => ReadableStream<Uint8Array>;
+/** Bytes [start, end) of an object as chunks; a chunk may be overwritten once the next is asked for. */
+export type ReadObject = (key: string, start: number, end: number) => AsyncIterable<Uint8Array>;
 
 /**
  * Streams bytes [start, end) of the planned archive: header slices from memory, object slices
- * from storage one chunk at a time (pull-based, so memory is bounded by one chunk per reader).
+ * from storage. A Bun direct stream: write() hands each chunk to the response sink, which sends
+ * or copies it before returning, and returns a promise when the socket is backed up; the next
+ * chunk is read only after that promise settles. So a download holds one read buffer and the
+ * sink's buffer whatever its size, and with the fs store's reused read buffer makes no garbage.
+ * (Measured: a pull stream with a fresh buffer per chunk grew RSS by 90–135 MB over 1–3 GiB,
+ * garbage the collector reclaimed late.) A client that goes away aborts `signal`: reading stops.
  */
-export function streamZip(plan: ZipPlan, read: ReadObject, start = 0, end = plan.size): ReadableStream<Uint8Array> {
+export function streamZip(plan: ZipPlan, read: ReadObject, start = 0, end = plan.size, signal?: AbortSignal): ReadableStream<Uint8Array> {
   const parts = plan.segments.filter((s) => s.offset < end && s.offset + s.length > start);
-  let index = 0;
-  let reader: AsyncIterator<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
+    type: 'direct',
     async pull(controller) {
-      for (;;) {
-        if (reader) {
-          const { done, value } = await reader.next();
-          if (!done) {
-            if (value.length) return controller.enqueue(value);
-            continue;
-          }
-          reader = null;
-          index++;
-        }
-        const part = parts[index];
-        if (!part) return controller.close();
+      for (const part of parts) {
         const from = Math.max(start, part.offset) - part.offset;
         const to = Math.min(end, part.offset + part.length) - part.offset;
         if (part.bytes) {
-          index++;
-          return controller.enqueue(part.bytes.subarray(from, to));
+          await controller.write(part.bytes.subarray(from, to));
+          continue;
         }
-        reader = read(part.key, from, to)[Symbol.asyncIterator]();
+        for await (const chunk of read(part.key, from, to)) {
+          if (signal?.aborted) return controller.close();
+          await controller.write(chunk);
+        }
       }
+      controller.close();
     },
-    async cancel(reason) {
-      await reader?.return?.(reason);
-    },
-  }, { highWaterMark: 0 }); // read from storage only when the response asks for the next chunk
+  });
 }

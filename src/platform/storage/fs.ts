@@ -3,13 +3,16 @@
  * with an expiry and served by this server (`serveSigned`), with HEAD and Range.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Clock } from '../clock';
 import { AppError } from '../errors';
 import { assertKey, type ObjectStore, type PresignOptions } from './object-store';
 import { rangeResponseInit } from './range';
 import { signPath, verifySignedPath } from './signed-url';
+
+/** Read size of `chunks`: large enough for full loopback throughput, small enough to keep per download. */
+const CHUNK_BYTES = 256 * 1024;
 
 /** Where signed object links live; the registry mounts serveSigned under this prefix. */
 export const SIGNED_OBJECT_PREFIX = '/api/storage/';
@@ -68,6 +71,21 @@ export function createFsStore(opts: FsStoreOptions) {
     read(key, start = 0, end) {
       const file = Bun.file(pathOf(key));
       return (end === undefined ? file.slice(start) : file.slice(start, end)).stream();
+    },
+
+    async *chunks(key, start, end) {
+      const file = await open(pathOf(key), 'r');
+      try {
+        const buffer = new Uint8Array(Math.min(CHUNK_BYTES, end - start));
+        for (let at = start; at < end; ) {
+          const { bytesRead } = await file.read(buffer, 0, Math.min(buffer.length, end - at), at);
+          if (bytesRead === 0) throw new Error(`object ${key} ends before byte ${end}`);
+          at += bytesRead;
+          yield buffer.subarray(0, bytesRead);
+        }
+      } finally {
+        await file.close();
+      }
     },
 
     presign(key: string, { filename, ttlMs }: PresignOptions) {

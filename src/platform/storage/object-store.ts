@@ -19,6 +19,12 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Bytes [start, end) of an object (the whole object by default), streamed. */
   read(key: string, start?: number, end?: number): ReadableStream<Uint8Array>;
+  /**
+   * Bytes [start, end) of an object for a consumer that is done with each chunk before it asks
+   * for the next (the ZIP writer): a chunk may be overwritten by the next one (the fs backend
+   * reads every chunk into one reused buffer, so a multi-GiB stream makes no garbage).
+   */
+  chunks(key: string, start: number, end: number): AsyncIterable<Uint8Array>;
   /** A short-lived URL that answers GET, HEAD and Range for the object. */
   presign(key: string, opts: PresignOptions): string;
 }

@@ -46,6 +46,10 @@ export function createS3Store(opts: S3StoreOptions): ObjectStore {
       const file = client.file(full(key));
       return (end === undefined ? file.slice(start) : file.slice(start, end)).stream();
     },
+    // Chunks are what the HTTP client reads off the socket: bounded, and fresh each time.
+    chunks(key, start, end) {
+      return client.file(full(key)).slice(start, end).stream();
+    },
     presign(key, { filename, ttlMs }) {
       return client.presign(full(key), {
         method: 'GET',

@@ -94,10 +94,33 @@ describe('filesystem store', () => {
     expect(await store.exists(key)).toBe(false);
   });
 
+  test('chunks reads a byte range through one reused buffer, and refuses a short object', async () => {
+    const bytes = crypto.getRandomValues(new Uint8Array(600_000));
+    const big = join(root, 'chunks.bin');
+    writeFileSync(big, bytes);
+    const key = contentKey('c'.repeat(64));
+    await store.putFile(key, big);
+    const copies: Uint8Array[] = [];
+    const buffers = new Set<ArrayBufferLike>();
+    for await (const chunk of store.chunks(key, 100, 599_000)) {
+      copies.push(chunk.slice());
+      buffers.add(chunk.buffer);
+    }
+    expect(copies.length).toBeGreaterThan(1);
+    expect(buffers.size).toBe(1);
+    expect(Buffer.concat(copies).equals(Buffer.from(bytes.subarray(100, 599_000)))).toBe(true);
+    const drain = async () => {
+      for await (const _ of store.chunks(key, 0, 700_000));
+    };
+    await expect(drain()).rejects.toThrow('ends before byte 700000');
+    await store.delete(key);
+  });
+
   test('every operation refuses a traversing key before touching the disk', async () => {
     for (const key of ['../source.bin', '../../etc/passwd', 'a/../../x', '/etc/passwd']) {
       expect(() => store.pathOf(key)).toThrow('invalid object key');
       expect(() => store.read(key)).toThrow('invalid object key');
+      await expect(store.chunks(key, 0, 1)[Symbol.asyncIterator]().next()).rejects.toThrow('invalid object key');
       expect(() => store.presign(key, { filename: 'x', ttlMs: 1000 })).toThrow('invalid object key');
       await expect(store.putFile(key, source)).rejects.toThrow('invalid object key');
       await expect(store.delete(key)).rejects.toThrow('invalid object key');

@@ -47,6 +47,9 @@ describe('S3 store', () => {
     await store.putFile(key, source);
     expect(await store.exists(key)).toBe(true);
     expect(await new Response(store.read(key, 6, 10)).text()).toBe('from');
+    let chunked = '';
+    for await (const chunk of store.chunks(key, 0, 5)) chunked += new TextDecoder().decode(chunk);
+    expect(chunked).toBe('hello');
     const url = store.presign(key, { filename: 'object.bin', ttlMs: 60_000 });
     expect(url).toContain(`/models/cpd/sha256/ee/${'e'.repeat(64)}`);
     expect(url).toContain('X-Amz-Expires=60');
