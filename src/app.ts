@@ -27,10 +27,8 @@ export async function buildApp(ctx: AppContext) {
   const site = createSiteService(ctx);
   const auth = authPlugin(accounts.resolver);
   const pricing = createPricingService(ctx);
-  await pricing.load();
   const store = openObjectStore(ctx.config, ctx.clock);
   const registry = createRegistryService(ctx, { store });
-  await registry.load();
   const downloads = createDownloads(ctx, { registry, store, limiter: namedLimiter(ctx, 'download') });
   site.addPage({ path: '/', lastmod: () => registry.lastModified() });
   site.addPage({ path: '/models', lastmod: () => registry.lastModified() });
@@ -41,7 +39,8 @@ export async function buildApp(ctx: AppContext) {
   const billing = createBillingService(ctx);
   billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing });
-  await router.ready();
+  // The caches and LISTENs are independent: loaded together, they cost the slowest, not the sum (start-up time).
+  await Promise.all([pricing.load(), registry.load(), router.ready()]);
   const gateway = createGatewayService(ctx, router);
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.

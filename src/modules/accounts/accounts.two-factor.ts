@@ -6,7 +6,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, lt, or } from 'drizzle-orm';
-import { generateSecret, generateURI, NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
@@ -14,7 +13,10 @@ import { newId } from '../../platform/ids';
 import { recoveryCodes, users } from './accounts.tables';
 
 const RECOVERY_CODE_COUNT = 10;
-const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
+/** otplib is imported at first use: it is off the start-up path (docs/operations.md). */
+let otplib: Promise<typeof import('otplib') & { totp: import('otplib').TOTP }> | null = null;
+const loadOtplib = () =>
+  (otplib ??= import('otplib').then((m) => ({ ...m, totp: new m.TOTP({ crypto: new m.NobleCryptoPlugin(), base32: new m.ScureBase32Plugin() }) })));
 const TOTP_CODE = /^\d{6}$/;
 
 /** `a1b2c-d3e4f`: 40 random bits each, one-time and rate limited. */
@@ -28,6 +30,7 @@ export function createTwoFactor(ctx: AppContext) {
   /** The time step `code` matches for `secret`, newer than `afterStep`; null otherwise. */
   async function totpStep(secret: string, code: string, afterStep: number | null): Promise<number | null> {
     if (!TOTP_CODE.test(code)) return null;
+    const { totp } = await loadOtplib();
     const result = await totp.verify(code, { secret, epoch: epochNow(), epochTolerance: 30, ...(afterStep === null ? {} : { afterTimeStep: afterStep }) });
     return result.valid ? result.timeStep : null;
   }
@@ -71,6 +74,7 @@ export function createTwoFactor(ctx: AppContext) {
   async function setup(userId: string): Promise<{ secret: string; otpauth_url: string }> {
     const user = await userRow(userId);
     if (user.totpSecret) throw new AppError('conflict', 'two-factor authentication is already enabled');
+    const { generateSecret, generateURI } = await loadOtplib();
     const secret = generateSecret();
     await db.update(users).set({ totpPendingSecret: secret }).where(eq(users.id, userId));
     const issuer = `cpd ${new URL(ctx.config.publicUrl).host}`;

@@ -4,7 +4,6 @@
  * notification a provider would send, through the webhook handling live providers use.
  */
 import { eq } from 'drizzle-orm';
-import QRCode from 'qrcode';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { payments } from './billing.tables';
@@ -40,6 +39,8 @@ ${buttons}
 
   async function qrSvg(id: string): Promise<string> {
     await requirePayment(id);
+    // Imported at first use: it is off the start-up path (docs/operations.md).
+    const { default: QRCode } = await import('qrcode');
     return QRCode.toString(pageUrl(id), { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   }
 

@@ -118,11 +118,11 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   ctx.onShutdown(flushDownloads);
 
   async function readCatalog() {
-    const [modelRows, artifactRows, fileRows] = await Promise.all([
-      db.select().from(models).orderBy(asc(models.slug)),
-      db.select().from(artifacts),
-      db.select().from(artifactFiles).orderBy(asc(artifactFiles.artifactId), asc(artifactFiles.position)),
-    ]);
+    // One after the other on purpose: at start-up the pool holds one open connection, and parallel
+    // queries would each open another (~7 ms apiece); these take well under a millisecond each.
+    const modelRows = await db.select().from(models).orderBy(asc(models.slug));
+    const artifactRows = await db.select().from(artifacts);
+    const fileRows = await db.select().from(artifactFiles).orderBy(asc(artifactFiles.artifactId), asc(artifactFiles.position));
     const files = new Map<string, ArtifactFile[]>();
     for (const f of fileRows) {
       const list = files.get(f.artifactId) ?? [];

@@ -5,8 +5,6 @@
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
-import { unzipSync } from 'fflate';
-import { list as listTar, extract as extractTar } from 'tar';
 import { AppError } from '../../platform/errors';
 
 const ALLOWED_TAR_TYPES = new Set(['File', 'OldFile', 'ContiguousFile', 'Directory', 'SymbolicLink', 'Link']);
@@ -38,6 +36,8 @@ export async function extractArchive(file: string, name: string, dest: string): 
   const root = resolve(dest);
   if (name.endsWith('.zip')) return extractZip(file, name, root);
   if (!name.endsWith('.tar.gz') && !name.endsWith('.tgz')) throw new AppError('invalid', `unsupported archive type: ${name}`);
+  // tar and fflate are imported at first use: they are off the server's start-up path.
+  const { list: listTar, extract: extractTar } = await import('tar');
   const problems: Error[] = [];
   await listTar({
     file,
@@ -57,7 +57,8 @@ export async function extractArchive(file: string, name: string, dest: string): 
   await extractTar({ file, cwd: root, strict: true, preserveOwner: false });
 }
 
-function extractZip(file: string, name: string, root: string) {
+async function extractZip(file: string, name: string, root: string) {
+  const { unzipSync } = await import('fflate');
   let entries: Record<string, Uint8Array>;
   try {
     entries = unzipSync(readFileSync(file));

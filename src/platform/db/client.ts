@@ -2,10 +2,9 @@
  * One database handle for the whole process: postgres.js when DATABASE_URL is set, PGlite in
  * DATA_DIR/pg otherwise. Both speak the same drizzle API, schema and migrations.
  */
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { pgliteAssets } from './pglite-assets';
@@ -75,10 +74,12 @@ function openPostgres(url: string, max: number): Database {
 }
 
 async function openPglite(opts: OpenOptions): Promise<Database> {
+  // Imported here, not at the top: a server on PostgreSQL does not pay for loading PGlite.
+  const [{ PGlite: Embedded }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const unlock = opts.pgliteDir ? lockEmbeddedDatabase(opts.pgliteDir) : () => {};
   let pg: PGlite;
   try {
-    pg = await PGlite.create({
+    pg = await Embedded.create({
       ...(opts.pgliteDir ? { dataDir: opts.pgliteDir } : {}),
       ...(opts.pgliteSnapshot ? { loadDataDir: opts.pgliteSnapshot } : {}),
       ...(await pgliteAssets()),

@@ -3,7 +3,7 @@
  * carries our payment id; webhooks are verified by the package (constructEventAsync: under Bun the
  * package verifies with WebCrypto, which is async-only).
  */
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config, PaymentCredentials } from '../../../config';
 import { toMinorUnits, fromMinorUnits } from '../money';
 import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
@@ -29,18 +29,24 @@ function sessionReport(session: Stripe.Checkout.Session): ProviderReport {
 
 export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, config: Config): PaymentProvider {
   const api = new URL(creds.apiUrl);
-  const stripe = new Stripe(creds.secretKey, {
-    host: api.hostname,
-    port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)),
-    protocol: api.protocol === 'https:' ? 'https' : 'http',
-    maxNetworkRetries: 2,
-    timeout: 15_000,
-  });
+  // The SDK takes ~8 ms to load: imported at first use, not at every start-up (docs/operations.md).
+  let client: Promise<Stripe> | null = null;
+  const stripe = () =>
+    (client ??= import('stripe').then(
+      ({ default: StripeClient }) =>
+        new StripeClient(creds.secretKey, {
+          host: api.hostname,
+          port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)),
+          protocol: api.protocol === 'https:' ? 'https' : 'http',
+          maxNetworkRetries: 2,
+          timeout: 15_000,
+        }),
+    ));
   return {
     id: 'card',
     name: PROVIDER_NAMES.card,
     async createOrder(order) {
-      const session = await stripe.checkout.sessions.create(
+      const session = await (await stripe()).checkout.sessions.create(
         {
           mode: 'payment',
           client_reference_id: order.paymentId,
@@ -59,7 +65,7 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
     },
     async verifyNotification(rawBody, headers) {
       try {
-        await stripe.webhooks.constructEventAsync(rawBody, headers.get('stripe-signature') ?? '', creds.webhookSecret);
+        await (await stripe()).webhooks.constructEventAsync(rawBody, headers.get('stripe-signature') ?? '', creds.webhookSecret);
       } catch (err) {
         throw new BadSignatureError(String(err));
       }
@@ -81,12 +87,13 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
     },
     async queryOrder(order) {
       if (!order.providerOrderId) return { paymentId: order.id, status: 'pending' };
-      return sessionReport(await stripe.checkout.sessions.retrieve(order.providerOrderId));
+      return sessionReport(await (await stripe()).checkout.sessions.retrieve(order.providerOrderId));
     },
     async closeOrder(order) {
       if (!order.providerOrderId) return;
-      const session = await stripe.checkout.sessions.retrieve(order.providerOrderId);
-      if (session.status === 'open') await stripe.checkout.sessions.expire(order.providerOrderId);
+      const { checkout } = await stripe();
+      const session = await checkout.sessions.retrieve(order.providerOrderId);
+      if (session.status === 'open') await checkout.sessions.expire(order.providerOrderId);
     },
     acknowledge: () => Response.json({ received: true }),
   };
