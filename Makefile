@@ -31,7 +31,9 @@ build: dist/cpd
 dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json
 	@mkdir -p dist
 	@# Build to a private name, then rename: running copies keep their file, parallel builds do not clash.
-	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --format=esm --minify --sourcemap=none --outfile $$tmp && mv -f $$tmp dist/cpd
+	@# --splitting: modules imported only with import() (other commands, PGlite, SDKs used at first use)
+	@# go into their own embedded chunks, loaded when imported; in one chunk they cost ~8 ms at every start.
+	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --splitting --format=esm --minify --sourcemap=none --outfile $$tmp && mv -f $$tmp dist/cpd
 
 check: typecheck lint
 
