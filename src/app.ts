@@ -39,8 +39,9 @@ export async function buildApp(ctx: AppContext) {
   const billing = createBillingService(ctx);
   billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing });
-  // The caches and LISTENs are independent: loaded together, they cost the slowest, not the sum (start-up time).
-  await Promise.all([pricing.load(), registry.load(), router.ready()]);
+  // Independent loads (start-up time, docs/operations.md): the LISTEN connection opens (router) while
+  // the caches read, one after the other on the connection the migration check left open.
+  await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
   const gateway = createGatewayService(ctx, router);
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.

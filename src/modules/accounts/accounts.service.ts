@@ -65,8 +65,11 @@ export function createAccountsService(ctx: AppContext) {
   const keys = createApiKeyStore(ctx);
   const twoFactor = createTwoFactor(ctx);
   const limits = { login: namedLimiter(ctx, 'login'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
-  // Made now, so even the first unknown identifier costs one hash like a wrong password does.
-  void dummyHash();
+  // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
+  // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/operations.md).
+  const dummyWarmUp = setTimeout(() => void dummyHash(), 1000);
+  dummyWarmUp.unref?.();
+  ctx.onShutdown(() => clearTimeout(dummyWarmUp));
 
   /** Takes a token from every bucket (so a blocked caller keeps paying) and refuses if any is empty. */
   function enforceAll(limiter: ReturnType<typeof namedLimiter>, bucketKeys: string[], message: string) {
