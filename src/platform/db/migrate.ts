@@ -19,11 +19,27 @@ const MIGRATION_LOCK_KEY = 0x63_70_64_01;
 
 const hashOf = (m: Migration) => createHash('sha256').update(m.sql).digest('hex');
 
-/** Without taking the lock: is every migration already recorded, unchanged? (the usual restart) */
+/** PostgreSQL's SQLSTATE of a failed query, drizzle's wrapper or not. */
+function sqlState(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | null; e && typeof e === 'object'; e = e.cause as typeof e) {
+    if (typeof e.code === 'string') return e.code;
+  }
+  return undefined;
+}
+
+/**
+ * Without taking the lock: is every migration already recorded, unchanged? (the usual restart)
+ * One query on start-up's path; a database without our table (42P01, undefined_table) is a fresh one.
+ */
 async function upToDate(database: Database, migrations: Migration[]): Promise<boolean> {
-  const [table] = await database.query<{ exists: boolean }>(sql`select to_regclass('cpd_migrations') is not null as exists`);
-  if (!table?.exists) return false;
-  const done = new Map((await database.query<{ name: string; hash: string }>(sql`select name, hash from cpd_migrations`)).map((r) => [r.name, r.hash]));
+  let rows: Array<{ name: string; hash: string }>;
+  try {
+    rows = await database.query<{ name: string; hash: string }>(sql`select name, hash from cpd_migrations`);
+  } catch (err) {
+    if (sqlState(err) === '42P01') return false;
+    throw err;
+  }
+  const done = new Map(rows.map((r) => [r.name, r.hash]));
   return migrations.every((m) => done.get(m.name) === hashOf(m));
 }
 
