@@ -65,15 +65,8 @@ export function assertSlug(slug: string): string {
 }
 
 /** A buffered download, named as the downloads table's columns (json_populate_recordset reads it). */
-interface PendingDownload {
-  user_id: string;
-  key_id: string | null;
-  artifact_id: string;
-  slug: string;
-  quant: string;
-  sdk: string;
-  created_at: string;
-}
+/** A download row waiting for the next batch insert, as a JSON array (half the bytes of an object). */
+type PendingDownload = [userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
 
 function toRecord(m: ModelEntry): ModelRecord {
   const newest = m.artifacts.map((a) => a.sdk).sort(compareSdk).at(-1)!;
@@ -104,11 +97,12 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
       if (!rows.length) return;
       try {
         // One JSON parameter, ids made by the database: drizzle's per-row SQL building and our id
-        // generation were a quarter of the CPU of a 302 download under load.
+        // generation were a quarter of the CPU of a 302 download under load. Rows are arrays, not
+        // objects: writing the parameter to the socket is most of what a batch costs here.
         await ctx.database.query(sql`
           insert into downloads (id, user_id, key_id, artifact_id, slug, quant, sdk, created_at)
-          select 'dl_' || replace(gen_random_uuid()::text, '-', ''), user_id, key_id, artifact_id, slug, quant, sdk, created_at
-          from json_populate_recordset(null::downloads, ${JSON.stringify(rows)}::json)`);
+          select 'dl_' || replace(gen_random_uuid()::text, '-', ''), r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, to_timestamp((r->>6)::float8 / 1000)
+          from json_array_elements(${JSON.stringify(rows)}::json) r`);
       } catch (err) {
         ctx.log.error({ err, rows: rows.length }, 'download records lost');
       }
@@ -265,15 +259,7 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
      * ~1k req/s. Shutdown flushes; a crash loses at most the last FLUSH_MS of records.
      */
     recordDownload(caller: Caller, artifact: Artifact): void {
-      pending.push({
-        user_id: caller.userId,
-        key_id: caller.keyId,
-        artifact_id: artifact.id,
-        slug: artifact.slug,
-        quant: artifact.quant,
-        sdk: artifact.sdk,
-        created_at: ctx.clock.now().toISOString(),
-      });
+      pending.push([caller.userId, caller.keyId, artifact.id, artifact.slug, artifact.quant, artifact.sdk, ctx.clock.now().getTime()]);
       if (pending.length >= FLUSH_ROWS) void flushDownloads();
       else flushTimer ??= setTimeout(() => void flushDownloads(), FLUSH_MS);
     },

@@ -273,6 +273,10 @@ for (const kind of DB_KINDS) {
       expect(rows).toHaveLength(2);
       expect(rows).toContainEqual({ user_id: fresh.id, key_id: freshKey.id, slug: 'demo', quant: 'int8', sdk: 'v1.0' });
       expect(rows).toContainEqual({ user_id: fresh.id, key_id: null, slug: 'demo', quant: 'int8', sdk: 'v1.0' });
+      const times = await t.ctx.database.query<{ at_ms: number }>(
+        sql`select (extract(epoch from created_at) * 1000)::float8 as at_ms from downloads where user_id = ${fresh.id}`,
+      );
+      expect(times.map((r) => Number(r.at_ms))).toEqual([clock.now().getTime(), clock.now().getTime()]);
     });
   });
 }
