@@ -16,7 +16,10 @@ const RECOVERY_CODE_COUNT = 10;
 /** otplib is imported at first use: it is off the start-up path (docs/operations.md). */
 let otplib: Promise<typeof import('otplib') & { totp: import('otplib').TOTP }> | null = null;
 const loadOtplib = () =>
-  (otplib ??= import('otplib').then((m) => ({ ...m, totp: new m.TOTP({ crypto: new m.NobleCryptoPlugin(), base32: new m.ScureBase32Plugin() }) })));
+  (otplib ??= import('otplib').then((m) => ({
+    ...m,
+    totp: new m.TOTP({ crypto: new m.NobleCryptoPlugin(), base32: new m.ScureBase32Plugin() }),
+  })));
 const TOTP_CODE = /^\d{6}$/;
 
 /** `a1b2c-d3e4f`: 40 random bits each, one-time and rate limited. */

@@ -75,7 +75,10 @@ function openPostgres(url: string, max: number): Database {
 
 async function openPglite(opts: OpenOptions): Promise<Database> {
   // Imported here, not at the top: a server on PostgreSQL does not pay for loading PGlite.
-  const [{ PGlite: Embedded }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
+  const [{ PGlite: Embedded }, { drizzle: drizzlePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+  ]);
   const unlock = opts.pgliteDir ? lockEmbeddedDatabase(opts.pgliteDir) : () => {};
   let pg: PGlite;
   try {
