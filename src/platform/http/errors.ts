@@ -48,6 +48,8 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
     case '22003':
     case '22007':
     case '22008':
+    case '22021': // NUL or invalid UTF-8 in a text value ("%00" in a path id)
+    case '22P05': // \u0000 inside a jsonb value
       return jsonError(400, 'malformed value');
   }
   log.error({ err: error, request_id: requestId }, 'unhandled error');
