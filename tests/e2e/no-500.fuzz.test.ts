@@ -18,6 +18,8 @@ let t: TestApp;
 let user: Awaited<ReturnType<typeof makeUser>>;
 let admin: Awaited<ReturnType<typeof makeUser>>;
 let apiKey: string;
+/** Ids of real records, mixed into the path params so handlers get past "not found" into their logic. */
+const realIds: string[] = [];
 
 /** A port nothing listens on, so release/mirror upstreams fail fast instead of reaching the network. */
 async function closedPort(): Promise<number> {
@@ -33,7 +35,21 @@ beforeAll(async () => {
   t = await createTestApp('postgres', { GITHUB_API_URL: dead, RELEASE_MIRROR_URL: dead });
   user = await makeUser(t);
   admin = await makeUser(t, { admin: true });
-  apiKey = (await makeApiKey(t, user.id)).key;
+  const key = await makeApiKey(t, user.id);
+  apiKey = key.key;
+  realIds.push(user.id, key.id);
+  const agent = await t.request('POST', '/v1/agents', { token: apiKey, body: { model: 'test-model', name: 'fuzz' } });
+  const session = await t.request('POST', '/v1/agents/sessions', { token: apiKey, body: { agent_id: agent.body?.id } });
+  const payment = await t.request('POST', '/api/billing/payments', {
+    token: user.token,
+    body: { provider: t.ctx.config.paymentProviders[0], amount: 10, currency: 'USD' },
+  });
+  for (const res of [agent, session, payment]) {
+    expect(res.status, res.text).toBeLessThan(300);
+    realIds.push(res.body.id);
+  }
+  plausible.agent_id = [agent.body?.id];
+  plausible.payment_id = [payment.body?.id];
 });
 
 afterAll(async () => {
@@ -118,6 +134,23 @@ const TYPED_HOSTILE: Record<string, unknown[]> = {
   object: [{}, { a: null }],
 };
 
+/** Well-formed values for common body fields; one field at a time is then made hostile. */
+const plausible: Record<string, unknown[]> = {
+  email: ['fuzz@example.com'],
+  password: ['correct horse battery staple'],
+  code: ['000000'],
+  challenge_token: ['x'],
+  name: ['fuzz'],
+  provider: ['card', 'chat_wallet', 'app_wallet'],
+  amount: [10, 1e308, 1e-9, 1e15, 0.1],
+  currency: ['USD', 'CNY', 'usd'],
+  model: ['test-model'],
+  role: ['user', 'tool'],
+  content: ['hello'],
+  title: ['Invoice'],
+  metadata: [{ a: 'b' }],
+};
+
 type Operation = { parameters?: Array<{ in: string; name: string }>; requestBody?: { content?: Record<string, { schema?: Schema }> } };
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; anyOf?: Schema[] };
 type Route = { method: string; path: string; op: Operation };
@@ -165,10 +198,22 @@ function inputsFor(route: Route, seed: number): Input[] {
         });
         return { raw: JSON.stringify(obj) };
       }),
+    // A plausible body with one declared property made hostile.
+    fc
+      .tuple(fc.nat(), fc.constantFrom(...WRONG_TYPE_VALUES, ...Object.values(TYPED_HOSTILE).flat()), fc.nat())
+      .map(([pick, hostile, variant]) => {
+        const obj: Record<string, unknown> = {};
+        for (const [name, s] of props) {
+          const options = plausible[name] ?? TYPED_HOSTILE[typeOf(s) ?? ''] ?? ['x'];
+          obj[name] = options[variant % options.length];
+        }
+        if (props.length) obj[props[pick % props.length]![0]] = hostile;
+        return { raw: JSON.stringify(obj) };
+      }),
     fc.constant({ raw: undefined as string | undefined }),
   );
   const caseArb = fc.record({
-    pathParam: fc.constantFrom(...GARBAGE_PATH_PARAMS),
+    pathParam: fc.oneof(fc.constantFrom(...GARBAGE_PATH_PARAMS), fc.constantFrom(...realIds)),
     query: fc
       .subarray(queryNames, { minLength: 0, maxLength: 3 })
       .chain((names) =>
@@ -178,7 +223,16 @@ function inputsFor(route: Route, seed: number): Input[] {
         ),
       ),
     body: bodyArb,
-    contentType: fc.constantFrom('application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded'),
+    contentType: fc.constantFrom(
+      'application/json',
+      'application/json',
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'multipart/form-data',
+      'application/octet-stream',
+    ),
   });
   return fc.sample(caseArb, { seed, numRuns: CASES_PER_CALLER }).map((c) => ({
     path: route.path.replace(/\{[^}]+\}/g, c.pathParam).replace(/\*$/, c.pathParam),
