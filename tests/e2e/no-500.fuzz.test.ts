@@ -111,6 +111,7 @@ const WRONG_TYPE_VALUES: unknown[] = [
   '9007199254740993',
   '',
 ];
+const BOGUS_TOKENS = ['', 'x'.repeat(10_000), 'cpd_garbage', 'sk-%00', 'a.b.c', '\u00ff\u00fe'];
 const RAW_BODIES = [
   '{"a":',
   '{',
@@ -154,7 +155,7 @@ const plausible: Record<string, unknown[]> = {
 type Operation = { parameters?: Array<{ in: string; name: string }>; requestBody?: { content?: Record<string, { schema?: Schema }> } };
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; anyOf?: Schema[] };
 type Route = { method: string; path: string; op: Operation };
-type Caller = 'none' | 'session' | 'key' | 'admin';
+type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin';
 type Input = { path: string; query: string; body?: string; contentType?: string };
 
 /** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, DECISIONS §9). */
@@ -270,15 +271,16 @@ test('no route answers hostile input with a 5xx or a non-{error} body', async ()
     // Fresh sessions per route: logout, 2FA and session routes may legitimately end the previous ones.
     const tokens: Record<Caller, string | undefined> = {
       none: undefined,
+      bogus: BOGUS_TOKENS[routeIndex % BOGUS_TOKENS.length],
       session: (await t.services.accounts.createSession(user.id)).token,
       key: apiKey,
       admin: (await t.services.accounts.createSession(admin.id)).token,
     };
-    for (const [callerIndex, caller] of (['none', 'session', 'key', 'admin'] as const).entries()) {
-      for (const input of inputsFor(route, SEED + routeIndex * 4 + callerIndex)) {
+    for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin'] as const).entries()) {
+      for (const input of inputsFor(route, SEED + routeIndex * 5 + callerIndex)) {
         const url = input.query ? `${input.path}?${input.query}` : input.path;
         const headers: Record<string, string> = {};
-        if (tokens[caller]) headers.authorization = `Bearer ${tokens[caller]}`;
+        if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
         if (input.contentType) headers['content-type'] = input.contentType;
         const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
         requests++;
