@@ -112,6 +112,23 @@ const WRONG_TYPE_VALUES: unknown[] = [
   '',
 ];
 const BOGUS_TOKENS = ['', 'x'.repeat(10_000), 'cpd_garbage', 'sk-%00', 'a.b.c', '\u00ff\u00fe'];
+/** Headers handlers read (ranges on downloads, idempotency on payments, forwarded address for rate limits, cookies). */
+const HOSTILE_HEADERS: Array<[string, string]> = [
+  ['range', 'bytes=abc'],
+  ['range', 'bytes=-0'],
+  ['range', 'bytes=99999999999999999999-'],
+  ['range', 'bytes=5-1'],
+  ['range', 'bytes=0-1,2-3,4-5'],
+  ['if-range', 'garbage'],
+  ['if-none-match', '*'],
+  ['idempotency-key', 'k'.repeat(10_000)],
+  ['idempotency-key', ' '],
+  ['x-forwarded-for', 'not-an-ip, ::::'],
+  ['cookie', 'session=%00; a=b=c; ;;'],
+  ['accept', 'text/event-stream'],
+  ['accept-encoding', 'gzip;q=abc'],
+  ['content-length', '-1'],
+];
 const RAW_BODIES = [
   '{"a":',
   '{',
@@ -156,7 +173,7 @@ type Operation = { parameters?: Array<{ in: string; name: string }>; requestBody
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; anyOf?: Schema[] };
 type Route = { method: string; path: string; op: Operation };
 type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin';
-type Input = { path: string; query: string; body?: string; contentType?: string };
+type Input = { path: string; query: string; body?: string; contentType?: string; header?: [string, string] };
 
 /** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, DECISIONS §9). */
 const HIDDEN_ROUTES: Route[] = ['/v1/vaults', '/v1/vaults/{id}', '/v1/agents/environments', '/v1/agents/sessions/{id}/artifacts'].map(
@@ -224,6 +241,7 @@ function inputsFor(route: Route, seed: number): Input[] {
         ),
       ),
     body: bodyArb,
+    header: fc.option(fc.constantFrom(...HOSTILE_HEADERS), { freq: 2 }),
     contentType: fc.constantFrom(
       'application/json',
       'application/json',
@@ -240,6 +258,7 @@ function inputsFor(route: Route, seed: number): Input[] {
     query: c.query[0].map((n, i) => `${n}=${c.query[1][i]}`).join('&'),
     body: takesBody ? c.body.raw : undefined,
     contentType: takesBody && c.body.raw !== undefined ? c.contentType : undefined,
+    header: c.header ?? undefined,
   }));
 }
 
@@ -288,7 +307,8 @@ test('no route answers hostile input with a 5xx or a non-{error} body', async ()
         const headers: Record<string, string> = {};
         if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
         if (input.contentType) headers['content-type'] = input.contentType;
-        const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
+        if (input.header) headers[input.header[0]] = input.header[1];
+        const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)}${input.header ? ` ${input.header[0]}: ${describeBody(input.header[1])}` : ''} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
         requests++;
         let res: Response;
         try {
