@@ -7,7 +7,14 @@
 import type { AppContext } from '../../platform/context';
 import type { Caller } from '../../platform/http/auth';
 import type { TokenBucketLimiter } from '../../platform/http/rate-limit';
-import { contentDisposition, type ObjectStore, rangeResponseInit, signPath, verifySignedPath } from '../../platform/storage';
+import {
+  contentDisposition,
+  type ObjectStore,
+  rangeNotSatisfiable,
+  rangeResponseInit,
+  signPath,
+  verifySignedPath,
+} from '../../platform/storage';
 import type { Artifact, RegistryService } from './registry.service';
 import { planZip, streamZip, type ZipPlan } from './zip';
 
@@ -57,7 +64,8 @@ export function createDownloads(ctx: AppContext, deps: { registry: RegistryServi
       'x-linked-size': String(plan.size),
       'x-linked-etag': etag,
     };
-    if (init.status === 416 || request.method === 'HEAD') return new Response(null, { status: init.status, headers });
+    if (init.status === 416 && request.method !== 'HEAD') return rangeNotSatisfiable(init.headers);
+    if (request.method === 'HEAD') return new Response(null, { status: init.status, headers });
     const { start, end } = init.range!;
     return new Response(
       streamZip(plan, (key, from, to) => store.chunks(key, from, to), start, end, request.signal),

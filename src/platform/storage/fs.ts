@@ -8,7 +8,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import type { Clock } from '../clock';
 import { AppError } from '../errors';
 import { assertKey, type ObjectStore, type PresignOptions } from './object-store';
-import { rangeResponseInit } from './range';
+import { rangeNotSatisfiable, rangeResponseInit } from './range';
 import { signPath, verifySignedPath } from './signed-url';
 
 /** Read size of `chunks`: large enough for full loopback throughput, small enough to keep per download. */
@@ -109,7 +109,8 @@ export function createFsStore(opts: FsStoreOptions) {
         'cache-control': 'no-store',
         etag,
       };
-      if (init.status === 416 || request.method === 'HEAD') return new Response(null, { status: init.status, headers });
+      if (init.status === 416 && request.method !== 'HEAD') return rangeNotSatisfiable(init.headers);
+      if (request.method === 'HEAD') return new Response(null, { status: init.status, headers });
       const { start, end } = init.range!;
       return new Response(file.slice(start, end), { status: init.status, headers });
     },

@@ -7,7 +7,7 @@ import { createS3Store, parseS3Url } from './s3';
 export { assertKey, contentKey, isValidKey, type ObjectStore, type PresignOptions } from './object-store';
 export { createFsStore, contentDisposition, SIGNED_OBJECT_PREFIX, type FsStore } from './fs';
 export { createS3Store, parseS3Url } from './s3';
-export { parseRange, rangeResponseInit, type ByteRange } from './range';
+export { parseRange, rangeNotSatisfiable, rangeResponseInit, type ByteRange } from './range';
 export { signPath, verifySignedPath } from './signed-url';
 
 /** The store STORAGE_URL names: file://PATH (links served here) or s3://bucket/prefix. */

@@ -21,6 +21,14 @@ export function parseRange(header: string | null, size: number): ByteRange | 'un
   return { start, end: last + 1 };
 }
 
+/** A 416 in the API's error shape ({"error"}), keeping the `Content-Range: bytes *\/size` header. */
+export function rangeNotSatisfiable(headers: Record<string, string>): Response {
+  return new Response(JSON.stringify({ error: 'requested range is not satisfiable' }), {
+    status: 416,
+    headers: { ...headers, 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
 /** Headers and status for a body of `size` bytes given the request's Range (and If-Range vs etag). */
 export function rangeResponseInit(
   request: Request,

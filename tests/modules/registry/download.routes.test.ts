@@ -192,6 +192,7 @@ for (const kind of DB_KINDS) {
       const past = await raw(path, bearer(key.key, { range: `bytes=${size}-` }));
       expect(past.status).toBe(416);
       expect(past.headers.get('content-range')).toBe(`bytes */${size}`);
+      expect(await past.json()).toEqual({ error: 'requested range is not satisfiable' });
     });
 
     test('the JSON envelope of a directory links to the same stream, signed and short-lived', async () => {

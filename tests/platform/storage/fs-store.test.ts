@@ -144,6 +144,7 @@ describe('filesystem store', () => {
     expect(head.headers.get('content-length')).toBe('18');
     const beyond = await store.serveSigned(new Request(url, { headers: { range: 'bytes=18-' } }), key);
     expect(beyond.status).toBe(416);
+    expect(await beyond.json()).toEqual({ error: 'requested range is not satisfiable' });
 
     const other = contentKey('d'.repeat(64));
     await expect(store.serveSigned(new Request(url), other)).rejects.toMatchObject({ kind: 'forbidden' });
