@@ -5,8 +5,11 @@
  * collected and reported together so one run shows every problem.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import fc from 'fast-check';
+import { bundleFiles, makeBundle, publish } from '../modules/registry/support';
 import { createTestApp, type TestApp } from '../support/app';
 import { makeApiKey, makeUser } from '../support/make';
 
@@ -20,6 +23,9 @@ let admin: Awaited<ReturnType<typeof makeUser>>;
 let apiKey: string;
 /** Ids of real records, mixed into the path params so handlers get past "not found" into their logic. */
 const realIds: string[] = [];
+/** Working download URLs (signed object, ZIP stream), hit with every hostile header. */
+const realUrls: string[] = [];
+let bundleDir: string;
 
 /** A port nothing listens on, so release/mirror upstreams fail fast instead of reaching the network. */
 async function closedPort(): Promise<number> {
@@ -48,12 +54,27 @@ beforeAll(async () => {
     expect(res.status, res.text).toBeLessThan(300);
     realIds.push(res.body.id);
   }
+  // A published model, so catalog, download, zip and storage routes reach real files.
+  bundleDir = makeBundle(bundleFiles());
+  await publish(t, { path: bundleDir, slug: 'fuzz', quant: 'int4', sdk: 'v1.0' });
+  await publish(t, { path: join(bundleDir, 'weight.bin'), slug: 'fuzz-file', quant: 'int4', sdk: 'v1.0' });
+  realIds.push('fuzz', 'fuzz-file');
+  const file = await t.request('GET', '/api/models/fuzz-file/download?quant=int4&sdk=v1.0&format=json', { token: user.token });
+  expect(file.status, file.text).toBe(200);
+  realUrls.push(new URL(file.body.url, 'http://localhost').pathname + new URL(file.body.url, 'http://localhost').search);
+  const signed = await t.request('GET', '/api/models/fuzz/download?quant=int4&sdk=v1.0&format=json', { token: user.token });
+  expect(signed.status, signed.text).toBe(200);
+  realUrls.push(
+    new URL(signed.body.url, 'http://localhost').pathname + new URL(signed.body.url, 'http://localhost').search,
+    '/api/models/fuzz/zip?quant=int4&sdk=v1.0',
+  );
   plausible.agent_id = [agent.body?.id];
   plausible.payment_id = [payment.body?.id];
 });
 
 afterAll(async () => {
   await t?.close();
+  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
 const HUGE = 'x'.repeat(100_000);
@@ -330,6 +351,17 @@ test('no route answers hostile input with a 5xx or a non-{error} body', async ()
         const problem = checkResponse(route, input, res, text);
         if (problem) failures.push(`${label}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
       }
+    }
+  }
+  for (const url of realUrls) {
+    for (const [name, value] of HOSTILE_HEADERS) {
+      requests++;
+      const res = await t.app.handle(
+        new Request(`http://localhost${url}`, { headers: { [name]: value, authorization: `Bearer ${user.token}` } }),
+      );
+      const text = await res.text();
+      const problem = checkResponse({ method: 'GET', path: url, op: {} }, { path: url, query: '' }, res, text);
+      if (problem) failures.push(`GET ${url} ${name}: ${describeBody(value)}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
     }
   }
   console.log(`no-500 sweep: ${routes.length} routes, ${requests} requests, ${failures.length} failures`);
