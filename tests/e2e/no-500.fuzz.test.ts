@@ -335,16 +335,19 @@ test('no route answers hostile input with a 5xx or a non-{error} body', async ()
         const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)}${input.header ? ` ${input.header[0]}: ${describeBody(input.header[1])}` : ''} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
         requests++;
         let res: Response;
+        let timer: ReturnType<typeof setTimeout> | undefined;
         try {
           res = await Promise.race([
             t.app.handle(new Request(`http://localhost${url}`, { method: route.method, headers, body: input.body })),
-            new Promise<never>((_, reject) =>
-              setTimeout(() => reject(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS).unref(),
-            ),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(() => reject(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+            }),
           ]);
         } catch (err) {
           failures.push(`${label}\n    -> threw ${(err as Error).message}`);
           continue;
+        } finally {
+          clearTimeout(timer);
         }
         if (!(res instanceof Response)) {
           failures.push(`${label}\n    -> app.handle returned ${String(res)}`);
