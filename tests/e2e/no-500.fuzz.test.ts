@@ -60,15 +60,13 @@ beforeAll(async () => {
   await publish(t, { path: bundleDir, slug: 'fuzz', quant: 'int4', sdk: 'v1.0' });
   await publish(t, { path: join(bundleDir, 'weight.bin'), slug: 'fuzz-file', quant: 'int4', sdk: 'v1.0' });
   realIds.push('fuzz', 'fuzz-file');
-  const file = await t.request('GET', '/api/models/fuzz-file/download?quant=int4&sdk=v1.0&format=json', { token: user.token });
-  expect(file.status, file.text).toBe(200);
-  realUrls.push(new URL(file.body.url, 'http://localhost').pathname + new URL(file.body.url, 'http://localhost').search);
-  const signed = await t.request('GET', '/api/models/fuzz/download?quant=int4&sdk=v1.0&format=json', { token: user.token });
-  expect(signed.status, signed.text).toBe(200);
-  realUrls.push(
-    new URL(signed.body.url, 'http://localhost').pathname + new URL(signed.body.url, 'http://localhost').search,
-    '/api/models/fuzz/zip?quant=int4&sdk=v1.0',
-  );
+  for (const slug of ['fuzz', 'fuzz-file']) {
+    const signed = await t.request('GET', `/api/models/${slug}/download?quant=int4&sdk=v1.0&format=json`, { token: user.token });
+    expect(signed.status, signed.text).toBe(200);
+    const url = new URL(signed.body.url, 'http://localhost');
+    realUrls.push(url.pathname + url.search);
+  }
+  realUrls.push('/api/models/fuzz/zip?quant=int4&sdk=v1.0');
   plausible.agent_id = [agent.body?.id];
   plausible.payment_id = [payment.body?.id];
 });
