@@ -4,7 +4,7 @@
  * file), with a bounded, seeded set of hostile inputs per route and per caller. All failures are
  * collected and reported together so one run shows every problem.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -35,46 +35,6 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
-
-beforeAll(async () => {
-  const dead = `http://127.0.0.1:${await closedPort()}`;
-  t = await createTestApp('postgres', { GITHUB_API_URL: dead, RELEASE_MIRROR_URL: dead });
-  user = await makeUser(t);
-  admin = await makeUser(t, { admin: true });
-  const key = await makeApiKey(t, user.id);
-  apiKey = key.key;
-  // Provider names and sandbox decisions are path params too.
-  realIds.push(user.id, key.id, 'card', 'chat_wallet', 'app_wallet', 'pay', 'fail');
-  const agent = await t.request('POST', '/v1/agents', { token: apiKey, body: { model: 'test-model', name: 'fuzz' } });
-  const session = await t.request('POST', '/v1/agents/sessions', { token: apiKey, body: { agent_id: agent.body?.id } });
-  const payment = await t.request('POST', '/api/billing/payments', {
-    token: user.token,
-    body: { provider: t.ctx.config.paymentProviders[0], amount: 10, currency: 'USD' },
-  });
-  for (const res of [agent, session, payment]) {
-    expect(res.status, res.text).toBeLessThan(300);
-    realIds.push(res.body.id);
-  }
-  // A published model, so catalog, download, zip and storage routes reach real files.
-  bundleDir = makeBundle(bundleFiles());
-  await publish(t, { path: bundleDir, slug: 'fuzz', quant: 'int4', sdk: 'v1.0' });
-  await publish(t, { path: join(bundleDir, 'weight.bin'), slug: 'fuzz-file', quant: 'int4', sdk: 'v1.0' });
-  realIds.push('fuzz', 'fuzz-file');
-  for (const slug of ['fuzz', 'fuzz-file']) {
-    const signed = await t.request('GET', `/api/models/${slug}/download?quant=int4&sdk=v1.0&format=json`, { token: user.token });
-    expect(signed.status, signed.text).toBe(200);
-    const url = new URL(signed.body.url, 'http://localhost');
-    realUrls.push(url.pathname + url.search);
-  }
-  realUrls.push('/api/models/fuzz/zip?quant=int4&sdk=v1.0');
-  plausible.agent_id = [agent.body?.id];
-  plausible.payment_id = [payment.body?.id];
-});
-
-afterAll(async () => {
-  await t?.close();
-  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
-});
 
 const HUGE = 'x'.repeat(100_000);
 const GARBAGE_PATH_PARAMS = [
@@ -295,85 +255,131 @@ function describeBody(text: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}… (${text.length} chars)` : text;
 }
 
-test('no route answers hostile input with a 5xx or a non-{error} body', async () => {
-  const doc = (await t.request('GET', '/api/docs/json')).body as { paths: Record<string, Record<string, Operation>> };
-  const routes: Route[] = [
-    ...Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
-    ),
-    ...HIDDEN_ROUTES,
-  ];
-  expect(routes.length).toBeGreaterThan(50);
-  // Methods a path does not declare must get the same contract. HEAD is left out: Bun.serve answers
-  // it from the GET route (checked on dist/cpd), but app.handle in-process returns nothing for it.
-  for (const path of new Set(routes.map((r) => r.path))) {
-    for (const method of ['PATCH', 'OPTIONS', 'PUT'])
-      if (!routes.some((r) => r.path === path && r.method === method)) routes.push({ method, path, op: {}, undeclared: true });
-  }
-
-  const failures: string[] = [];
-  let requests = 0;
-  const statuses: Record<number, number> = {};
-  for (const [routeIndex, route] of routes.entries()) {
-    // Fresh sessions per route: logout, 2FA and session routes may legitimately end the previous ones.
-    const tokens: Record<Caller, string | undefined> = {
-      none: undefined,
-      bogus: BOGUS_TOKENS[routeIndex % BOGUS_TOKENS.length],
-      session: (await t.services.accounts.createSession(user.id)).token,
-      key: apiKey,
-      admin: (await t.services.accounts.createSession(admin.id)).token,
-    };
-    for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin'] as const).entries()) {
-      for (const input of inputsFor(route, SEED + routeIndex * 5 + callerIndex).slice(0, route.undeclared ? 3 : undefined)) {
-        const url = input.query ? `${input.path}?${input.query}` : input.path;
-        const headers: Record<string, string> = {};
-        if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
-        if (input.contentType) headers['content-type'] = input.contentType;
-        if (input.header) headers[input.header[0]] = input.header[1];
-        const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)}${input.header ? ` ${input.header[0]}: ${describeBody(input.header[1])}` : ''} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
-        requests++;
-        let res: Response;
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        try {
-          res = await Promise.race([
-            t.app.handle(new Request(`http://localhost${url}`, { method: route.method, headers, body: input.body })),
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(() => reject(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
-            }),
-          ]);
-        } catch (err) {
-          failures.push(`${label}\n    -> threw ${(err as Error).message}`);
-          continue;
-        } finally {
-          clearTimeout(timer);
-        }
-        if (!(res instanceof Response)) {
-          failures.push(`${label}\n    -> app.handle returned ${String(res)}`);
-          continue;
-        }
-        const text = await res.text().catch((err: Error) => `<body stream failed: ${err.message}>`);
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-        const problem = checkResponse(route, input, res, text);
-        if (problem) failures.push(`${label}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
+// Both sites: the China site adds invoices and its own payment providers.
+for (const site of ['intl', 'cn'] as const) {
+  describe(`site ${site}`, () => {
+    beforeAll(async () => {
+      realIds.length = 0;
+      realUrls.length = 0;
+      const dead = `http://127.0.0.1:${await closedPort()}`;
+      t = await createTestApp('postgres', { SITE: site, GITHUB_API_URL: dead, RELEASE_MIRROR_URL: dead });
+      user = await makeUser(t);
+      admin = await makeUser(t, { admin: true });
+      const key = await makeApiKey(t, user.id);
+      apiKey = key.key;
+      // Provider names and sandbox decisions are path params too.
+      realIds.push(user.id, key.id, 'card', 'chat_wallet', 'app_wallet', 'pay', 'fail');
+      const agent = await t.request('POST', '/v1/agents', { token: apiKey, body: { model: 'test-model', name: 'fuzz' } });
+      const session = await t.request('POST', '/v1/agents/sessions', { token: apiKey, body: { agent_id: agent.body?.id } });
+      const payment = await t.request('POST', '/api/billing/payments', {
+        token: user.token,
+        body: { provider: t.ctx.config.paymentProviders[0], amount: 10, currency: site === 'cn' ? 'CNY' : 'USD' },
+      });
+      for (const res of [agent, session, payment]) {
+        expect(res.status, res.text).toBeLessThan(300);
+        realIds.push(res.body.id);
       }
-    }
-  }
-  for (const url of realUrls) {
-    for (const [name, value] of HOSTILE_HEADERS) {
-      requests++;
-      const res = await t.app.handle(
-        new Request(`http://localhost${url}`, { headers: { [name]: value, authorization: `Bearer ${user.token}` } }),
+      // A published model, so catalog, download, zip and storage routes reach real files.
+      bundleDir = makeBundle(bundleFiles());
+      await publish(t, { path: bundleDir, slug: 'fuzz', quant: 'int4', sdk: 'v1.0' });
+      await publish(t, { path: join(bundleDir, 'weight.bin'), slug: 'fuzz-file', quant: 'int4', sdk: 'v1.0' });
+      realIds.push('fuzz', 'fuzz-file');
+      for (const slug of ['fuzz', 'fuzz-file']) {
+        const signed = await t.request('GET', `/api/models/${slug}/download?quant=int4&sdk=v1.0&format=json`, { token: user.token });
+        expect(signed.status, signed.text).toBe(200);
+        const url = new URL(signed.body.url, 'http://localhost');
+        realUrls.push(url.pathname + url.search);
+      }
+      realUrls.push('/api/models/fuzz/zip?quant=int4&sdk=v1.0');
+      plausible.agent_id = [agent.body?.id];
+      plausible.payment_id = [payment.body?.id];
+    });
+
+    afterAll(async () => {
+      await t?.close();
+      if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+    });
+    test('no route answers hostile input with a 5xx or a non-{error} body', async () => {
+      const doc = (await t.request('GET', '/api/docs/json')).body as { paths: Record<string, Record<string, Operation>> };
+      const routes: Route[] = [
+        ...Object.entries(doc.paths).flatMap(([path, ops]) =>
+          Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+        ),
+        ...HIDDEN_ROUTES,
+      ];
+      expect(routes.length).toBeGreaterThan(50);
+      // Methods a path does not declare must get the same contract. HEAD is left out: Bun.serve answers
+      // it from the GET route (checked on dist/cpd), but app.handle in-process returns nothing for it.
+      for (const path of new Set(routes.map((r) => r.path))) {
+        for (const method of ['PATCH', 'OPTIONS', 'PUT'])
+          if (!routes.some((r) => r.path === path && r.method === method)) routes.push({ method, path, op: {}, undeclared: true });
+      }
+
+      const failures: string[] = [];
+      let requests = 0;
+      const statuses: Record<number, number> = {};
+      for (const [routeIndex, route] of routes.entries()) {
+        // Fresh sessions per route: logout, 2FA and session routes may legitimately end the previous ones.
+        const tokens: Record<Caller, string | undefined> = {
+          none: undefined,
+          bogus: BOGUS_TOKENS[routeIndex % BOGUS_TOKENS.length],
+          session: (await t.services.accounts.createSession(user.id)).token,
+          key: apiKey,
+          admin: (await t.services.accounts.createSession(admin.id)).token,
+        };
+        for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin'] as const).entries()) {
+          for (const input of inputsFor(route, SEED + routeIndex * 5 + callerIndex).slice(0, route.undeclared ? 3 : undefined)) {
+            const url = input.query ? `${input.path}?${input.query}` : input.path;
+            const headers: Record<string, string> = {};
+            if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
+            if (input.contentType) headers['content-type'] = input.contentType;
+            if (input.header) headers[input.header[0]] = input.header[1];
+            const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)}${input.header ? ` ${input.header[0]}: ${describeBody(input.header[1])}` : ''} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
+            requests++;
+            let res: Response;
+            let timer: ReturnType<typeof setTimeout> | undefined;
+            try {
+              res = await Promise.race([
+                t.app.handle(new Request(`http://localhost${url}`, { method: route.method, headers, body: input.body })),
+                new Promise<never>((_, reject) => {
+                  timer = setTimeout(() => reject(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+                }),
+              ]);
+            } catch (err) {
+              failures.push(`${label}\n    -> threw ${(err as Error).message}`);
+              continue;
+            } finally {
+              clearTimeout(timer);
+            }
+            if (!(res instanceof Response)) {
+              failures.push(`${label}\n    -> app.handle returned ${String(res)}`);
+              continue;
+            }
+            const text = await res.text().catch((err: Error) => `<body stream failed: ${err.message}>`);
+            statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+            const problem = checkResponse(route, input, res, text);
+            if (problem) failures.push(`${label}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
+          }
+        }
+      }
+      for (const url of realUrls) {
+        for (const [name, value] of HOSTILE_HEADERS) {
+          requests++;
+          const res = await t.app.handle(
+            new Request(`http://localhost${url}`, { headers: { [name]: value, authorization: `Bearer ${user.token}` } }),
+          );
+          const text = await res.text();
+          const problem = checkResponse({ method: 'GET', path: url, op: {} }, { path: url, query: '' }, res, text);
+          if (problem) failures.push(`GET ${url} ${name}: ${describeBody(value)}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
+        }
+      }
+      console.log(
+        `no-500 sweep: ${routes.length} routes, ${requests} requests, ${failures.length} failures; statuses ${JSON.stringify(statuses)}`,
       );
-      const text = await res.text();
-      const problem = checkResponse({ method: 'GET', path: url, op: {} }, { path: url, query: '' }, res, text);
-      if (problem) failures.push(`GET ${url} ${name}: ${describeBody(value)}\n    -> ${res.status} ${problem}: ${describeBody(text)}`);
-    }
-  }
-  console.log(
-    `no-500 sweep: ${routes.length} routes, ${requests} requests, ${failures.length} failures; statuses ${JSON.stringify(statuses)}`,
-  );
-  expect(failures, `\n${failures.join('\n')}`).toEqual([]);
-}, 240_000);
+      expect(failures, `\n${failures.join('\n')}`).toEqual([]);
+    }, 240_000);
+  });
+}
 
 function checkResponse(route: Route, input: Input, res: Response, text: string): string | undefined {
   if (res.status >= 500 && !allowedServerError(input.path, res.status)) return 'server error';
