@@ -1,12 +1,7 @@
-/** Money is bigint micro-units inside (DECISIONS §2); JSON numbers in major units only at the HTTP edge. */
-export const MICROS_PER_UNIT = 1_000_000n;
+/** Billing's own amount formats (top-up cents, provider minor units and decimal strings). */
+import { MICROS_PER_UNIT } from '../../platform/money';
 
-/** Micro-units → a JSON number in major units. Exact for every amount below 2^53 micro-units. */
-export function toMajor(micros: bigint): number {
-  const sign = micros < 0n ? '-' : '';
-  const abs = micros < 0n ? -micros : micros;
-  return Number(`${sign}${abs / MICROS_PER_UNIT}.${(abs % MICROS_PER_UNIT).toString().padStart(6, '0')}`);
-}
+export { MICROS_PER_UNIT, toMajor } from '../../platform/money';
 
 /**
  * A top-up amount (major units, at most two decimals) → micro-units, or null when it has more

@@ -13,17 +13,11 @@ import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
+import { microsToDecimal } from '../../platform/money';
 import { type RouterService, rawJsonOf } from '../router';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
-
-/** Micro-units → an exact decimal string in major units ("0.000015"). */
-export function microsToDecimal(micros: bigint): string {
-  const sign = micros < 0n ? '-' : '';
-  const abs = micros < 0n ? -micros : micros;
-  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, '0')}`;
-}
 
 function maxBodyBytes(env: Record<string, string | undefined>): number {
   const raw = env.GATEWAY_MAX_BODY;

@@ -1,2 +1,2 @@
-export { createGatewayService, microsToDecimal, type GatewayService } from './gateway.service';
+export { createGatewayService, type GatewayService } from './gateway.service';
 export { gatewayRoutes } from './gateway.routes';

@@ -6,6 +6,7 @@
 import { asc } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
+import { majorToMicros, toMajor } from '../../platform/money';
 import { newId } from '../../platform/ids';
 import type { GpuPriceInput, ModelPriceInput, PriceUnit } from './pricing.schemas';
 import { gpuPrices, modelPrices } from './pricing.tables';
@@ -25,9 +26,6 @@ export interface GpuPrice {
   hourlyPriceMicros: bigint;
 }
 
-/** Major units (a JSON number) → micro-units; rounding absorbs binary float noise (0.1 → 100000). */
-export const toMicros = (major: number): bigint => BigInt(Math.round(major * 1_000_000));
-export const fromMicros = (micros: bigint): number => Number(micros) / 1_000_000;
 
 function duplicate(values: string[]): string | null {
   const seen = new Set<string>();
@@ -62,8 +60,8 @@ export function createPricingService(ctx: AppContext) {
     lastChange = times.length ? new Date(Math.max(...times)) : null;
   }
 
-  const modelView = (p: ModelPrice) => ({ id: p.id, slug: p.slug, unit: p.unit, price: fromMicros(p.priceMicros), currency });
-  const gpuView = (p: GpuPrice) => ({ id: p.id, name: p.name, hourly_price: fromMicros(p.hourlyPriceMicros), currency });
+  const modelView = (p: ModelPrice) => ({ id: p.id, slug: p.slug, unit: p.unit, price: toMajor(p.priceMicros), currency });
+  const gpuView = (p: GpuPrice) => ({ id: p.id, name: p.name, hourly_price: toMajor(p.hourlyPriceMicros), currency });
 
   return {
     /** Loads the cache and subscribes to changes from other processes; app.ts awaits it once. */
@@ -102,7 +100,7 @@ export function createPricingService(ctx: AppContext) {
         await tx.delete(modelPrices);
         if (rows.length)
           await tx.insert(modelPrices).values(
-            rows.map((r, position) => ({ id: newId('mpr'), slug: r.slug, unit: r.unit, priceMicros: toMicros(r.price), position, updatedAt: now })),
+            rows.map((r, position) => ({ id: newId('mpr'), slug: r.slug, unit: r.unit, priceMicros: majorToMicros(r.price), position, updatedAt: now })),
           );
         await ctx.database.notify(CHANNEL, 'models', tx);
       });
@@ -120,7 +118,7 @@ export function createPricingService(ctx: AppContext) {
         await tx.delete(gpuPrices);
         if (rows.length)
           await tx.insert(gpuPrices).values(
-            rows.map((r, position) => ({ id: newId('gpr'), name: r.name, hourlyPriceMicros: toMicros(r.hourly_price), position, updatedAt: now })),
+            rows.map((r, position) => ({ id: newId('gpr'), name: r.name, hourlyPriceMicros: majorToMicros(r.hourly_price), position, updatedAt: now })),
           );
         await ctx.database.notify(CHANNEL, 'gpus', tx);
       });

@@ -8,7 +8,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
-import { toMajor } from '../billing/money';
+import { toMajor } from '../../platform/money';
 
 export const GROUP_KEYS = ['user', 'model', 'entrypoint'] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];

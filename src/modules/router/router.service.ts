@@ -7,7 +7,7 @@
 import type { AppContext } from '../../platform/context';
 import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
-import { toMajor } from '../billing/money';
+import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
 import { type Backend, createBackendSet } from './router.backends';
 import { routerSettings } from './router.config';

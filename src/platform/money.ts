@@ -1,0 +1,24 @@
+/**
+ * Money is bigint micro-units (millionths of the major unit) everywhere inside (DECISIONS §2);
+ * these are the only conversions to and from major units, used at the HTTP edge.
+ */
+export const MICROS_PER_UNIT = 1_000_000n;
+
+function splitMicros(micros: bigint): [sign: string, whole: bigint, fraction: string] {
+  const abs = micros < 0n ? -micros : micros;
+  return [micros < 0n ? '-' : '', abs / MICROS_PER_UNIT, (abs % MICROS_PER_UNIT).toString().padStart(6, '0')];
+}
+
+/** Micro-units → a JSON number in major units. Exact for every amount below 2^53 micro-units. */
+export function toMajor(micros: bigint): number {
+  return Number(microsToDecimal(micros));
+}
+
+/** Micro-units → an exact decimal string in major units ("0.000015"), e.g. for the X-Cost header. */
+export function microsToDecimal(micros: bigint): string {
+  const [sign, whole, fraction] = splitMicros(micros);
+  return `${sign}${whole}.${fraction}`;
+}
+
+/** Major units (a JSON number) → micro-units; rounding absorbs binary float noise (0.1 → 100000). */
+export const majorToMicros = (major: number): bigint => BigInt(Math.round(major * 1_000_000));
