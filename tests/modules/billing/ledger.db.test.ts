@@ -1,61 +1,54 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
-import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
-import { eventually, ledgerSumMicros } from './support';
+import { billingFixture, eventually, ledgerSumMicros } from './support';
 
 for (const kind of DB_KINDS) {
   describe(`ledger (${kind})`, () => {
-    let tc: TestContext;
-    let billing: ReturnType<typeof createBillingService>;
-    beforeAll(async () => {
-      tc = await createTestContext(kind);
-      billing = createBillingService(tc.ctx);
-    });
-    afterAll(() => tc.close());
+    const fixture = billingFixture(kind);
 
     test('a debit creates the wallet, may go below zero, and is idempotent on its reference', async () => {
-      const first = await billing.debitUsage(tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
+      const first = await fixture.billing.debitUsage(fixture.tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
       expect(first.balanceMicros).toBe(-1_500n);
-      const replay = await billing.debitUsage(tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
+      const replay = await fixture.billing.debitUsage(fixture.tc.ctx.database.db, { userId: 'u1', amountMicros: 1_500n, reference: 'req-1', description: 'chat' });
       expect(replay).toEqual(first);
-      expect(await billing.getBalanceMicros('u1')).toBe(-1_500n);
-      expect(await ledgerSumMicros(tc.ctx, 'u1')).toBe(-1_500n);
+      expect(await fixture.billing.getBalanceMicros('u1')).toBe(-1_500n);
+      expect(await ledgerSumMicros(fixture.tc.ctx, 'u1')).toBe(-1_500n);
     });
 
     test("a debit joins the caller's transaction and rolls back with it", async () => {
-      await billing.credit(tc.ctx.database.db, { userId: 'u2', type: 'topup', amountMicros: 10_000_000n, reference: 'top-u2', description: 'top-up' });
+      await fixture.billing.credit(fixture.tc.ctx.database.db, { userId: 'u2', type: 'topup', amountMicros: 10_000_000n, reference: 'top-u2', description: 'top-up' });
       await expect(
-        tc.ctx.database.db.transaction(async (tx) => {
-          await billing.debitUsage(tx, { userId: 'u2', amountMicros: 2_000_000n, reference: 'req-rollback', description: 'chat' });
+        fixture.tc.ctx.database.db.transaction(async (tx) => {
+          await fixture.billing.debitUsage(tx, { userId: 'u2', amountMicros: 2_000_000n, reference: 'req-rollback', description: 'chat' });
           // PGlite has one connection: a read outside the open transaction would wait for it.
-          if (kind === 'postgres') expect(await billing.getBalanceMicros('u2')).toBe(10_000_000n);
+          if (kind === 'postgres') expect(await fixture.billing.getBalanceMicros('u2')).toBe(10_000_000n);
           throw new Error('caller fails after the debit');
         }),
       ).rejects.toThrow('caller fails');
-      expect(await billing.getBalanceMicros('u2')).toBe(10_000_000n);
-      expect(await ledgerSumMicros(tc.ctx, 'u2')).toBe(10_000_000n);
+      expect(await fixture.billing.getBalanceMicros('u2')).toBe(10_000_000n);
+      expect(await ledgerSumMicros(fixture.tc.ctx, 'u2')).toBe(10_000_000n);
     });
 
     test('reusing a reference for a different entry is a conflict, not a silent replay', async () => {
       await expect(
-        billing.debitUsage(tc.ctx.database.db, { userId: 'u3', amountMicros: 1n, reference: 'req-1', description: 'x' }),
+        fixture.billing.debitUsage(fixture.tc.ctx.database.db, { userId: 'u3', amountMicros: 1n, reference: 'req-1', description: 'x' }),
       ).rejects.toMatchObject({ kind: 'conflict' });
-      expect(await billing.getBalanceMicros('u3')).toBe(0n);
+      expect(await fixture.billing.getBalanceMicros('u3')).toBe(0n);
     });
 
     test('a top-up must be positive', async () => {
       await expect(
-        billing.credit(tc.ctx.database.db, { userId: 'u3', type: 'topup', amountMicros: 0n, reference: 'zero', description: 'x' }),
+        fixture.billing.credit(fixture.tc.ctx.database.db, { userId: 'u3', type: 'topup', amountMicros: 0n, reference: 'zero', description: 'x' }),
       ).rejects.toMatchObject({ kind: 'invalid' });
     });
 
     test('onBalanceChange fires for changes made by another service instance: debits alone, in a transaction, credits', async () => {
       const seen: string[] = [];
-      await billing.onBalanceChange((userId) => seen.push(userId));
-      const other = createBillingService(tc.ctx);
-      const { db } = tc.ctx.database;
+      await fixture.billing.onBalanceChange((userId) => seen.push(userId));
+      const other = createBillingService(fixture.tc.ctx);
+      const { db } = fixture.tc.ctx.database;
       await other.debitUsage(db, { userId: 'u-alone', amountMicros: 1n, reference: 'req-alone', description: 'x' });
       await db.transaction((tx) => other.debitUsage(tx, { userId: 'u-in-tx', amountMicros: 1n, reference: 'req-in-tx', description: 'x' }));
       await other.credit(db, { userId: 'u-credit', type: 'adjustment', amountMicros: 5n, reference: 'adj-notify', description: 'x' });
@@ -65,13 +58,7 @@ for (const kind of DB_KINDS) {
 }
 
 describe('ledger under concurrency (postgres)', () => {
-  let tc: TestContext;
-  let billing: ReturnType<typeof createBillingService>;
-  beforeAll(async () => {
-    tc = await createTestContext('postgres');
-    billing = createBillingService(tc.ctx);
-  });
-  afterAll(() => tc.close());
+  const fixture = billingFixture('postgres');
 
   test('50 concurrent writers (with replays) keep balance == sum(transactions)', async () => {
     const users = ['c1', 'c2', 'c3'];
@@ -80,17 +67,17 @@ describe('ledger under concurrency (postgres)', () => {
       const userId = users[k % users.length]!;
       const amount = BigInt(k * 1000 + 7);
       return k < 20
-        ? billing.credit(tc.ctx.database.db, { userId, type: 'adjustment', amountMicros: amount, reference: `conc-${k}`, description: 'adj' })
-        : tc.ctx.database.db.transaction((tx) => billing.debitUsage(tx, { userId, amountMicros: amount, reference: `conc-${k}`, description: 'use' }));
+        ? fixture.billing.credit(fixture.tc.ctx.database.db, { userId, type: 'adjustment', amountMicros: amount, reference: `conc-${k}`, description: 'adj' })
+        : fixture.tc.ctx.database.db.transaction((tx) => fixture.billing.debitUsage(tx, { userId, amountMicros: amount, reference: `conc-${k}`, description: 'use' }));
     });
     await Promise.all(writes);
-    for (const u of users) expect(await billing.getBalanceMicros(u)).toBe(await ledgerSumMicros(tc.ctx, u));
-    const [count] = await tc.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from wallet_transactions`);
+    for (const u of users) expect(await fixture.billing.getBalanceMicros(u)).toBe(await ledgerSumMicros(fixture.tc.ctx, u));
+    const [count] = await fixture.tc.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from wallet_transactions`);
     expect(count!.n).toBe(40);
     let expected = 0n;
     for (let k = 0; k < 40; k++) expected += (k < 20 ? 1n : -1n) * BigInt(k * 1000 + 7);
     let total = 0n;
-    for (const u of users) total += await billing.getBalanceMicros(u);
+    for (const u of users) total += await fixture.billing.getBalanceMicros(u);
     expect(total).toBe(expected);
   });
 });

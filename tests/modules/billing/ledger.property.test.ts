@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { createBillingService } from '../../../src/modules/billing';
-import { createTestContext, type TestContext } from '../../support/app';
-import { ledgerSumMicros } from './support';
+import { billingFixture, ledgerSumMicros } from './support';
 
 type Op = { kind: 'debit' | 'credit' | 'adjust'; user: number; amount: bigint; ref: number };
 
@@ -15,13 +13,7 @@ const op = fc.record({
 });
 
 describe('ledger property: any sequence of concurrent operations keeps balance == sum(transactions) (postgres)', () => {
-  let tc: TestContext;
-  let billing: ReturnType<typeof createBillingService>;
-  beforeAll(async () => {
-    tc = await createTestContext('postgres');
-    billing = createBillingService(tc.ctx);
-  });
-  afterAll(() => tc.close());
+  const fixture = billingFixture('postgres');
 
   test('random operation sequences, run in concurrent batches, match a sequential model', async () => {
     let run = 0;
@@ -51,9 +43,9 @@ describe('ledger property: any sequence of concurrent operations keeps balance =
           for (const o of batch) expect(firstUse.has(o.ref)).toBe(true);
         }
         for (const u of users) {
-          const balance = await billing.getBalanceMicros(u);
+          const balance = await fixture.billing.getBalanceMicros(u);
           expect(balance).toBe(model.get(u)!);
-          expect(await ledgerSumMicros(tc.ctx, u)).toBe(balance);
+          expect(await ledgerSumMicros(fixture.tc.ctx, u)).toBe(balance);
         }
       }),
       { numRuns: 30 },
@@ -65,9 +57,9 @@ describe('ledger property: any sequence of concurrent operations keeps balance =
   async function apply(o: Op, users: string[], run: number): Promise<string> {
     const userId = users[o.user]!;
     const reference = `prop-${run}-ref-${o.ref}`;
-    const on = tc.ctx.database.db;
-    if (o.kind === 'debit') return (await billing.debitUsage(on, { userId, amountMicros: o.amount, reference, description: 'p' })).transactionId;
+    const on = fixture.tc.ctx.database.db;
+    if (o.kind === 'debit') return (await fixture.billing.debitUsage(on, { userId, amountMicros: o.amount, reference, description: 'p' })).transactionId;
     const type = o.kind === 'credit' ? 'topup' : 'adjustment';
-    return (await billing.credit(on, { userId, type, amountMicros: signed(o), reference, description: 'p' })).transactionId;
+    return (await fixture.billing.credit(on, { userId, type, amountMicros: signed(o), reference, description: 'p' })).transactionId;
   }
 });

@@ -1,6 +1,21 @@
 /** Shared helpers for billing tests: an adjustable clock and ledger/wallet assertions. */
+import { afterAll, beforeAll } from 'bun:test';
 import { sql } from 'drizzle-orm';
+import { type BillingService, createBillingService } from '../../../src/modules/billing';
 import type { AppContext } from '../../../src/platform/context';
+import { createTestContext, type TestContext } from '../../support/app';
+import type { DbKind } from '../../support/db';
+
+/** A test context and a billing service on it, open for the enclosing describe block. */
+export function billingFixture(kind: DbKind) {
+  const fixture = {} as { tc: TestContext; billing: BillingService };
+  beforeAll(async () => {
+    fixture.tc = await createTestContext(kind);
+    fixture.billing = createBillingService(fixture.tc.ctx);
+  });
+  afterAll(() => fixture.tc.close());
+  return fixture;
+}
 
 export function adjustableClock(start = Date.now()) {
   let now = start;
