@@ -1,8 +1,6 @@
 /** Invoice and receipt documents: small self-contained UTF-8 HTML (no template engine needed). */
+import { escapeHtml } from '../site';
 import { toDecimalString } from './money';
-
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 
 function documentHtml(lang: string, title: string, rows: Array<[string, string]>): string {
   const body = rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n');

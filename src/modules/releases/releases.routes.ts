@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import { renderPage } from '../site/layout';
+import { renderPage } from '../site';
 import { downloadsBody } from './releases.page';
 import type { Component } from './releases.schemas';
 import { ReleaseSchema } from './releases.schemas';

@@ -1,2 +1,3 @@
-export { createSiteService, escapeXml, type SiteService, type SitemapPage } from './site.service';
+export { createSiteService, type SiteService, type SitemapPage } from './site.service';
 export { siteRoutes } from './site.routes';
+export { escapeHtml, html, renderPage, type SafeHtml } from './layout';

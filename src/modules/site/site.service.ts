@@ -1,5 +1,6 @@
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
+import { escapeHtml } from './layout';
 
 /** Public pages that exist and belong in the sitemap; modules add theirs with `addPage`. */
 export interface SitemapPage {
@@ -42,7 +43,7 @@ export function createSiteService(ctx: AppContext) {
       const urls = await Promise.all(
         [...pages, ...sources.flatMap((source) => source())].map(async (p) => {
           const lastmod = p.lastmod ? await p.lastmod() : null;
-          return `  <url>\n    <loc>${escapeXml(base + p.path)}</loc>${lastmod ? `\n    <lastmod>${lastmod.toISOString()}</lastmod>` : ''}\n  </url>`;
+          return `  <url>\n    <loc>${escapeHtml(base + p.path)}</loc>${lastmod ? `\n    <lastmod>${lastmod.toISOString()}</lastmod>` : ''}\n  </url>`;
         }),
       );
       return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls.join('\n')}${urls.length ? '\n' : ''}</urlset>\n`;
@@ -51,7 +52,3 @@ export function createSiteService(ctx: AppContext) {
 }
 
 export type SiteService = ReturnType<typeof createSiteService>;
-
-export function escapeXml(s: string): string {
-  return s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
-}
