@@ -14,6 +14,7 @@ import { embeddedMigrations } from '../../src/platform/db/migrations.generated';
 import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from '../support/binary';
 import { createEmptyPostgresDatabase } from '../support/db';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait';
 
 let dir: string;
 let cpd: string;
@@ -70,13 +71,6 @@ async function rawConnection(base: string) {
 const postHead = (path: string, length: number, extra = '') =>
   `POST ${path} HTTP/1.1\r\nHost: cpd\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n${extra}\r\n`;
 
-async function waitFor(condition: () => boolean, what: string) {
-  const deadline = Date.now() + 20_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
 
 /** Resolves true when a TCP connection to `base` is refused, false when it is accepted (then closed). */
 function connectionRefused(base: string): Promise<boolean> {

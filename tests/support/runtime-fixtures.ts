@@ -117,11 +117,4 @@ export function livePids(pidDir: string): number[] {
     });
 }
 
-/** Polls `check` until it holds, failing with `what` after the deadline (never a blind sleep). */
-export async function waitFor(check: () => boolean | Promise<boolean>, what = 'condition', timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(25);
-  }
-}
+export { waitFor } from './wait';

@@ -5,6 +5,7 @@ import { type BillingService, createBillingService } from '../../../src/modules/
 import type { AppContext } from '../../../src/platform/context';
 import { createTestContext, type TestContext } from '../../support/app';
 import type { DbKind } from '../../support/db';
+import { waitFor } from '../../support/wait';
 
 /** A test context and a billing service on it, open for the enclosing describe block. */
 export function billingFixture(kind: DbKind) {
@@ -35,10 +36,4 @@ export async function ledgerSumMicros(ctx: AppContext, userId: string): Promise<
 }
 
 /** Polls a condition until it holds or the deadline passes (no fixed sleeps in tests). */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met before the deadline');
-    await Bun.sleep(10);
-  }
-}
+export const eventually = (check: () => Promise<boolean> | boolean, timeoutMs = 5_000) => waitFor(check, 'condition', timeoutMs);

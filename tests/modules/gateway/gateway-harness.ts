@@ -45,10 +45,4 @@ export async function fundedUser(h: Harness, balanceMicros: bigint, opts: { admi
   return { user, key, client, balance: () => h.t.services.billing.getBalanceMicros(user.id) };
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
+export { waitFor } from '../../support/wait';

@@ -46,11 +46,4 @@ export function testClock(start = Date.now()) {
   };
 }
 
-/** Polls `check` until it holds, failing with `what` after the deadline (never a blind sleep). */
-export async function until(check: () => boolean, what: string, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
+export { waitFor as until } from '../../support/wait';
