@@ -15,8 +15,8 @@ import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
 import { type RouterService, rawJsonOf } from '../router';
+import { JSON_TYPE } from '../../platform/http/errors';
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
 
 function maxBodyBytes(env: Record<string, string | undefined>): number {

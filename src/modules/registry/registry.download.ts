@@ -17,8 +17,8 @@ import {
 } from '../../platform/storage';
 import type { Artifact, RegistryService } from './registry.service';
 import { planZip, streamZip, type ZipPlan } from './zip';
+import { JSON_TYPE } from '../../platform/http/errors';
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const zipFilename = (a: Artifact) => `${a.slug}-${a.quant}-${a.sdk}.zip`;
 const zipLinkPath = (slug: string) => `/api/models/${encodeURIComponent(slug)}/zip`;

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { type authPlugin, type CallerResolver, resolveCaller } from '../../platform/http/auth';
 import { AppError } from '../../platform/errors';
-import { errorResponse } from '../../platform/http/errors';
+import { errorResponse, JSON_TYPE } from '../../platform/http/errors';
 import { requestIdOf } from '../../platform/http/request-log';
 import type { Logger } from '../../platform/logger';
 import { type FsStore, type ObjectStore, SIGNED_OBJECT_PREFIX } from '../../platform/storage';
@@ -9,7 +9,6 @@ import type { Downloads } from './registry.download';
 import { DownloadEnvelope, DownloadQuery, ModelMetadataBody, ModelRecord, SlugParams } from './registry.schemas';
 import type { RegistryService } from './registry.service';
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const registryRoutes = (deps: {
   auth: ReturnType<typeof authPlugin>;

@@ -4,6 +4,7 @@ import { downloadsBody } from './releases.page';
 import type { Component } from './releases.schemas';
 import { ReleaseSchema } from './releases.schemas';
 import type { ReleasesService } from './releases.service';
+import { JSON_TYPE } from '../../platform/http/errors';
 
 /** True when an If-None-Match header (a list, weak forms, or `*`) matches our strong ETag. */
 export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
@@ -21,7 +22,7 @@ async function latestResponse(releases: ReleasesService, component: Component, r
   const { release, etag } = await releases.latestCached(component);
   const headers = { etag, 'cache-control': CACHE_CONTROL };
   if (etagMatches(request.headers.get('if-none-match'), etag)) return new Response(null, { status: 304, headers });
-  return new Response(JSON.stringify(release), { headers: { ...headers, 'content-type': 'application/json; charset=utf-8' } });
+  return new Response(JSON.stringify(release), { headers: { ...headers, 'content-type': JSON_TYPE } });
 }
 
 const doc = (component: Component) => ({

@@ -6,7 +6,7 @@ import { Elysia } from 'elysia';
 import { AppError, STATUS_OF_KIND } from '../errors';
 import type { Logger } from '../logger';
 
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function jsonError(status: number, error: string, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error }), { status, headers: { 'content-type': JSON_TYPE, ...headers } });

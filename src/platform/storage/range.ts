@@ -1,3 +1,5 @@
+import { JSON_TYPE } from '../http/errors';
+
 /** One `Range: bytes=…` request (RFC 9110 §14.1.2) resolved against a known size. */
 export type ByteRange = { start: number; end: number }; // end exclusive
 
@@ -25,7 +27,7 @@ export function parseRange(header: string | null, size: number): ByteRange | 'un
 export function rangeNotSatisfiable(headers: Record<string, string>): Response {
   return new Response(JSON.stringify({ error: 'requested range is not satisfiable' }), {
     status: 416,
-    headers: { ...headers, 'content-type': 'application/json; charset=utf-8' },
+    headers: { ...headers, 'content-type': JSON_TYPE },
   });
 }
 
