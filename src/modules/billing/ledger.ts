@@ -8,7 +8,7 @@
  */
 import { and, desc, eq, inArray, lt, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
-import type { Database, DbOrTx } from '../../platform/db';
+import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { walletTransactions, wallets } from './billing.tables';
@@ -89,22 +89,6 @@ export interface UsageEntry {
   description: string;
 }
 
-/**
- * Runs a hot statement as a prepared statement on the driver behind `on` (the pool or the caller's
- * transaction). drizzle's execute() never prepares raw SQL, and re-planning this statement on
- * every debit costs a third of the ledger's throughput (bench/ledger.ts).
- */
-async function runPrepared<T>(database: Database, on: DbOrTx, text: string, params: string[]): Promise<T[]> {
-  const client = (on as unknown as { session: { client: PreparedClient } }).session.client;
-  if (database.kind === 'postgres') return (await client.unsafe!(text, params, { prepare: true })) as T[];
-  return ((await client.query!(text, params)) as { rows: T[] }).rows;
-}
-
-interface PreparedClient {
-  unsafe?: (text: string, params: string[], opts: { prepare: boolean }) => Promise<unknown>;
-  query?: (text: string, params: string[]) => Promise<unknown>;
-}
-
 export function createLedger(ctx: AppContext, signal: WalletSignal) {
   const { database } = ctx;
   const currency = ctx.config.currency;
@@ -113,16 +97,11 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     // A debit on its own (autocommit) has committed when the statement returns: it is announced
     // right after, coalesced. Credits, and debits inside a caller's transaction, NOTIFY at commit.
     const announceAfter = entry.type === 'usage' && on === database.db;
-    const [row] = await runPrepared<{ id: string; balance: string }>(database, on, announceAfter ? APPLY_QUIET : APPLY_NOTIFY, [
-      newId('txn'),
-      entry.userId,
-      entry.type,
-      entry.amountMicros.toString(),
-      currency,
-      entry.description,
-      entry.reference,
-      ctx.clock.now().toISOString(),
-    ]);
+    const [row] = await database.prepared<{ id: string; balance: string }>(
+      announceAfter ? APPLY_QUIET : APPLY_NOTIFY,
+      [newId('txn'), entry.userId, entry.type, entry.amountMicros.toString(), currency, entry.description, entry.reference, ctx.clock.now().toISOString()],
+      on,
+    );
     if (row) {
       if (announceAfter) signal.later(entry.userId);
       return { transactionId: row.id, balanceMicros: BigInt(row.balance), applied: true };
@@ -154,11 +133,10 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     const json = JSON.stringify(
       entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
     );
-    const rows = await runPrepared<{ user_id: string; balance: string; inserted: number }>(
-      database,
-      on,
+    const rows = await database.prepared<{ user_id: string; balance: string; inserted: number }>(
       announceAfter ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
       [json, currency, ctx.clock.now().toISOString()],
+      on,
     );
     for (const r of rows) {
       balances.set(r.user_id, BigInt(r.balance));
