@@ -12,7 +12,7 @@ import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { payments } from './billing.tables';
-import { decodeCursor, page } from './cursor';
+import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import { BadSignatureError, type PaymentProvider, type ProviderReport } from './providers';
@@ -134,6 +134,27 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return { payments: items.map(listView), next_cursor: nextCursor };
   }
 
+  /** Every account's payments for operators, newest first, filtered by status, provider and user. */
+  async function listAll(query: { limit: number; cursor?: string; status?: string; provider?: string; userId?: string }) {
+    const after = decodeCursor(query.cursor);
+    await sweep({ userId: query.userId });
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          query.status ? eq(payments.status, query.status) : undefined,
+          query.provider ? eq(payments.provider, query.provider) : undefined,
+          query.userId ? eq(payments.userId, query.userId) : undefined,
+          olderThan(payments.createdAt, payments.id, after),
+        ),
+      )
+      .orderBy(desc(payments.createdAt), desc(payments.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    return { payments: items.map(adminView), next_cursor: nextCursor };
+  }
+
   /** Owner first: another account's payment is the same 404 as a missing one. */
   async function requireOwn(userId: string, id: string): Promise<Payment> {
     const [p] = await db.select().from(payments).where(and(eq(payments.id, id), eq(payments.userId, userId)));
@@ -148,11 +169,11 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return detailView(p);
   }
 
-  async function reconcile(p: Payment): Promise<Payment> {
+  async function reconcile(p: Payment, opts: { force?: boolean } = {}): Promise<Payment> {
     const now = ctx.clock.now();
     const due = p.expiresAt <= now;
     const lastAsked = Math.max(p.createdAt.getTime(), p.checkedAt?.getTime() ?? 0);
-    if (due || now.getTime() - lastAsked >= pollGraceMs) {
+    if (opts.force || due || now.getTime() - lastAsked >= pollGraceMs) {
       await db.update(payments).set({ checkedAt: now }).where(eq(payments.id, p.id));
       const report = await queryProvider(p);
       if (report && report.status !== 'pending') {
@@ -163,6 +184,27 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     if (!due) return (await reload(p.id))!;
     await closeQuietly(p);
     return settle(p.provider as PaymentProviderId, { paymentId: p.id, status: 'expired' }, 'expiry');
+  }
+
+  /**
+   * Asks the provider about one payment, whatever its state, and settles what it says (a paid
+   * report credits once, even for a failed or expired payment). A pending payment past expiry is
+   * expired as usual. Answers the payment as it now is; a paid one is not asked about again.
+   */
+  async function reconcilePayment(id: string): Promise<Payment> {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    if (p.status === 'paid') return p;
+    if (p.status === 'pending') return reconcile(p, { force: true });
+    return recheck(p);
+  }
+
+  /** A failed or expired payment: paid is the only report that changes it (money received is credited). */
+  async function recheck(p: Payment): Promise<Payment> {
+    await db.update(payments).set({ checkedAt: ctx.clock.now() }).where(eq(payments.id, p.id));
+    const report = await queryProvider(p);
+    if (report?.status !== 'paid') return (await reload(p.id))!;
+    return settle(p.provider as PaymentProviderId, { ...report, paymentId: p.id }, 'recheck');
   }
 
   async function queryProvider(p: Payment): Promise<ProviderReport | null> {
@@ -274,7 +316,14 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     };
   }
 
-  return { create, list, get, requireOwn, settle, handleNotification, sweep, providerList, providers };
+  /** One payment in the operators' shape, any account's; 404 when there is none. */
+  async function requireAny(id: string) {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    return adminView(p);
+  }
+
+  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, reconcilePayment, providerList, providers };
 }
 
 export type Payments = ReturnType<typeof createPayments>;
@@ -301,6 +350,20 @@ function createdView(p: Payment) {
 
 function listView(p: Payment) {
   return { ...baseView(p), paid_at: p.paidAt?.toISOString() ?? null };
+}
+
+/** What went wrong with a payment, in words, for operators; null when nothing did. */
+function failureOf(p: Payment): string | null {
+  if (p.mismatchAmountMicros !== null)
+    return `the provider reported ${toMajor(p.mismatchAmountMicros)} ${p.mismatchCurrency ?? ''} paid for an order of ${toMajor(p.amountMicros)} ${p.currency}; not credited`.replace('  ', ' ');
+  if (p.status === 'failed') return 'the provider reported the payment failed';
+  if (p.status === 'expired') return 'not paid before it expired';
+  return null;
+}
+
+/** The user's list shape plus who paid and what the provider said. */
+export function adminView(p: Payment) {
+  return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p) };
 }
 
 function detailView(p: Payment) {

@@ -28,7 +28,9 @@ export const routerUsage = pgTable(
     aborted: boolean('aborted').notNull(),
     requestId: text('request_id'),
   },
-  (t) => [index('router_usage_user_created_idx').on(t.userId, t.createdAt), index('router_usage_created_idx').on(t.createdAt)],
+  // (user_id, created_at, id): a user's rows in keyset order (the usage log, newest first, with its
+  // cursor) and a user's time window (the cost report); model and key filters are read off it.
+  (t) => [index('router_usage_user_created_id_idx').on(t.userId, t.createdAt, t.id), index('router_usage_created_idx').on(t.createdAt)],
 );
 
 /** A rollup of router_usage per (time bucket, user, model, entrypoint); user_id '' stands for no account. */

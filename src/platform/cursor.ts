@@ -1,8 +1,9 @@
 /**
- * Keyset cursors for newest-first lists (DECISIONS §2): the cursor is the (created_at, id) of the
- * last row served, base64url-encoded. Rows inserted meanwhile sort before it, so pages never shift.
+ * Keyset cursors for newest-first lists: the cursor is the (created_at, id) of the last row
+ * served, base64url-encoded. Rows inserted meanwhile sort before it, so pages never shift.
  */
-import { AppError } from '../../platform/errors';
+import { type AnyColumn, type SQL, sql } from 'drizzle-orm';
+import { AppError } from './errors';
 
 export interface CursorKey {
   createdAt: Date;
@@ -21,6 +22,14 @@ export function decodeCursor(cursor: string | undefined): CursorKey | null {
     if (typeof at === 'string' && typeof id === 'string' && id && !Number.isNaN(createdAt.getTime())) return { createdAt, id };
   } catch {}
   throw new AppError('invalid', 'cursor is not valid');
+}
+
+/**
+ * The rows after `after` in (created_at desc, id desc) order, as one row comparison, so an index
+ * on (…, created_at, id) serves it as a range; undefined (no condition) on the first page.
+ */
+export function olderThan(createdAt: AnyColumn, id: AnyColumn, after: CursorKey | null): SQL | undefined {
+  return after ? sql`(${createdAt}, ${id}) < (${after.createdAt.toISOString()}::timestamptz, ${after.id})` : undefined;
 }
 
 /** Takes limit+1 rows: the extra row only tells whether a next page exists. */
