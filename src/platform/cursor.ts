@@ -3,6 +3,7 @@
  * served, base64url-encoded. Rows inserted meanwhile sort before it, so pages never shift.
  */
 import { type AnyColumn, type SQL, sql } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
 import { AppError } from './errors';
 
 export interface CursorKey {
@@ -27,9 +28,14 @@ export function decodeCursor(cursor: string | undefined): CursorKey | null {
 /**
  * The rows after `after` in (created_at desc, id desc) order, as one row comparison, so an index
  * on (…, created_at, id) serves it as a range; undefined (no condition) on the first page.
+ * The cursor row's own stored time is used when it still exists: a table whose times come from
+ * the database has microseconds, which the cursor's millisecond time would round (and so skip or
+ * repeat rows at a page edge).
  */
-export function olderThan(createdAt: AnyColumn, id: AnyColumn, after: CursorKey | null): SQL | undefined {
-  return after ? sql`(${createdAt}, ${id}) < (${after.createdAt.toISOString()}::timestamptz, ${after.id})` : undefined;
+export function olderThan(table: PgTable, createdAt: AnyColumn, id: AnyColumn, after: CursorKey | null): SQL | undefined {
+  if (!after) return undefined;
+  const stored = sql`(select ${createdAt} from ${table} where ${id} = ${after.id})`;
+  return sql`(${createdAt}, ${id}) < (coalesce(${stored}, ${after.createdAt.toISOString()}::timestamptz), ${after.id})`;
 }
 
 /** Takes limit+1 rows: the extra row only tells whether a next page exists. */

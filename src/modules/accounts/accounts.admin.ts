@@ -54,7 +54,7 @@ export function createUserAdmin(ctx: AppContext, keys: ReturnType<typeof createA
       .where(
         and(
           q ? or(sql`${users.email} ilike ${likeLiteral(q)}`, sql`${users.phone} like ${likeLiteral(q.replace(/[\s().-]/g, ''))}`) : undefined,
-          olderThan(users.createdAt, users.id, after),
+          olderThan(users, users.createdAt, users.id, after),
         ),
       )
       .orderBy(desc(users.createdAt), desc(users.id))

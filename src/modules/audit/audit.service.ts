@@ -42,7 +42,7 @@ export function createAuditService(ctx: AppContext) {
     const rows = await db
       .select()
       .from(auditLog)
-      .where(olderThan(auditLog.createdAt, auditLog.id, decodeCursor(query.cursor)))
+      .where(olderThan(auditLog, auditLog.createdAt, auditLog.id, decodeCursor(query.cursor)))
       .orderBy(desc(auditLog.createdAt), desc(auditLog.id))
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);

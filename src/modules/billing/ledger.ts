@@ -192,7 +192,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     const rows = await database.db
       .select()
       .from(walletTransactions)
-      .where(and(eq(walletTransactions.userId, userId), olderThan(walletTransactions.createdAt, walletTransactions.id, after)))
+      .where(and(eq(walletTransactions.userId, userId), olderThan(walletTransactions, walletTransactions.createdAt, walletTransactions.id, after)))
       .orderBy(desc(walletTransactions.createdAt), desc(walletTransactions.id))
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);

@@ -146,7 +146,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
           query.status ? eq(payments.status, query.status) : undefined,
           query.provider ? eq(payments.provider, query.provider) : undefined,
           query.userId ? eq(payments.userId, query.userId) : undefined,
-          olderThan(payments.createdAt, payments.id, after),
+          olderThan(payments, payments.createdAt, payments.id, after),
         ),
       )
       .orderBy(desc(payments.createdAt), desc(payments.id))

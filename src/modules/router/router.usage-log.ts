@@ -4,9 +4,9 @@
  * same on the first day and on the millionth row, and the export streams page by page: memory
  * stays at one page whatever the range.
  */
-import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, lt } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
-import { type CursorKey, decodeCursor, page } from '../../platform/cursor';
+import { type CursorKey, decodeCursor, olderThan, page } from '../../platform/cursor';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
 import { parseTime } from './router.cost';
@@ -52,13 +52,6 @@ function csvField(value: unknown): string {
 }
 const csvLine = (values: readonly unknown[]) => `${values.map(csvField).join(',')}\r\n`;
 
-/**
- * After the cursor's row, compared at the row's own stored time: a writer may store microseconds,
- * which the cursor's millisecond time would round (and so skip or repeat rows at a page edge).
- */
-const olderThanRow = (after: CursorKey) =>
-  sql`(${routerUsage.createdAt}, ${routerUsage.id}) < (coalesce((select u.created_at from router_usage u where u.id = ${after.id}), ${after.createdAt.toISOString()}::timestamptz), ${after.id})`;
-
 export function createUsageLog(ctx: AppContext) {
   const { db } = ctx.database;
 
@@ -79,7 +72,7 @@ export function createUsageLog(ctx: AppContext) {
     return db
       .select()
       .from(routerUsage)
-      .where(and(filters(userId, q), after ? olderThanRow(after) : undefined))
+      .where(and(filters(userId, q), olderThan(routerUsage, routerUsage.createdAt, routerUsage.id, after)))
       .orderBy(desc(routerUsage.createdAt), desc(routerUsage.id))
       .limit(limit + 1);
   }
