@@ -14,6 +14,7 @@ ALTER TABLE "users" ADD COLUMN "last_login_at" timestamp with time zone;--> stat
 CREATE INDEX "audit_log_created_idx" ON "audit_log" USING btree ("created_at","id");--> statement-breakpoint
 CREATE INDEX "users_created_idx" ON "users" USING btree ("created_at","id");--> statement-breakpoint
 CREATE INDEX "router_usage_user_created_id_idx" ON "router_usage" USING btree ("user_id","created_at","id");--> statement-breakpoint
+CREATE INDEX "router_usage_user_key_created_id_idx" ON "router_usage" USING btree ("user_id","key_id","created_at","id");--> statement-breakpoint
 CREATE FUNCTION "audit_log_append_only"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	RAISE EXCEPTION 'audit_log is append-only';

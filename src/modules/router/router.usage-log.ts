@@ -1,8 +1,8 @@
 /**
  * The usage log: a caller's own router_usage rows one by one, newest first, as JSON pages and as
- * a CSV export. Both read the (user_id, created_at, id) index in keyset order, so a page costs the
- * same on the first day and on the millionth row, and the export streams page by page: memory
- * stays at one page whatever the range.
+ * a CSV export. Both read an index in keyset order, (user_id, created_at, id), or (user_id,
+ * key_id, created_at, id) with a key filter, so a page costs the same on the first day and on the
+ * millionth row, and the export streams page by page: memory stays at one page whatever the range.
  */
 import { and, desc, eq, gte, lt } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
@@ -88,11 +88,11 @@ export function createUsageLog(ctx: AppContext) {
    * The same rows as CSV with a header line. Filters are checked before the first byte (a bad
    * one is a 400, not a broken download); each pull reads the next page after the last row sent.
    */
-  function exportCsv(userId: string, q: UsageLogQuery): ReadableStream<string> {
+  function exportCsv(userId: string, q: UsageLogQuery): ReadableStream<Uint8Array> {
     filters(userId, q);
     let after: CursorKey | null = null;
     let headerSent = false;
-    return new ReadableStream<string>(
+    const text = new ReadableStream<string>(
       {
         async pull(controller) {
           if (!headerSent) {
@@ -113,6 +113,7 @@ export function createUsageLog(ctx: AppContext) {
       },
       { highWaterMark: 1 },
     );
+    return text.pipeThrough(new TextEncoderStream());
   }
 
   return { list, exportCsv };
