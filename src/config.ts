@@ -29,6 +29,8 @@ export interface Config {
   paymentMode: 'sandbox' | 'live';
   /** Live-mode credentials of each enabled provider (null in sandbox mode or when not enabled). */
   paymentCredentials: PaymentCredentials;
+  /** How long failed and expired payments are still asked about at their provider (PAYMENT_RECHECK_WINDOW). */
+  paymentRecheckWindowMs: number;
   topupMin: number;
   topupMax: number;
   modelBackends: Record<string, string[]>;
@@ -183,6 +185,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     paymentProviders,
     paymentMode,
     paymentCredentials: paymentCredentials(get, paymentMode === 'live' ? paymentProviders : []),
+    paymentRecheckWindowMs: parseDuration('PAYMENT_RECHECK_WINDOW', get('PAYMENT_RECHECK_WINDOW') ?? '24h'),
     topupMin,
     topupMax,
     modelBackends,

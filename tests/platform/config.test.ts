@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       presignTtlMs: 300_000,
       paymentProviders: ['card'],
       paymentMode: 'sandbox',
+      paymentRecheckWindowMs: 24 * 3_600_000,
       topupMin: 1,
       topupMax: 10_000,
       modelBackends: {},

@@ -48,6 +48,11 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     invoices: createInvoices(ctx, payments),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, payments) : null,
+    /**
+     * Asks the payment's provider about it now and settles what it says (credits once if paid,
+     * whatever its state); answers the payment row. The admin reconcile endpoint uses it.
+     */
+    reconcilePayment: (paymentId: string) => payments.reconcilePayment(paymentId),
     /** Expires due payments every intervalMs until shutdown (cpd serve: once a minute). */
     startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, intervalMs),
 
