@@ -72,9 +72,9 @@ export function createPricingService(ctx: AppContext) {
     async load() {
       await reload();
       if (!unlisten) {
-        unlisten = await ctx.database.listen(CHANNEL, () => {
-          reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
-        });
+        const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
+        // Reloads on every (re)connect too: changes announced while disconnected were missed.
+        unlisten = await ctx.database.listen(CHANNEL, reloadQuietly, reloadQuietly);
         ctx.onShutdown(async () => {
           await unlisten?.();
           unlisten = null;
