@@ -101,6 +101,8 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       const kept = current.get(`${e.model} ${e.url}`);
       if (kept) {
         current.delete(`${e.model} ${e.url}`);
+        // New credentials deserve a fresh chance: failures under the old key say nothing of the new one.
+        if (kept.apiKey !== e.apiKey) markOk(kept);
         Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
       } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
     }
