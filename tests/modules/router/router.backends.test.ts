@@ -81,6 +81,14 @@ describe.each(DB_KINDS)('run-time backends (%s)', (kind) => {
     const answer = await user.client.chat.completions.create({ model: 'm2', messages: hi });
     expect(answer.model).toBe('m2');
     expect(keyed.requests.at(-1)!.headers.authorization).toBe(`Bearer ${ADMIN_KEY}`);
+    let streamed = '';
+    for await (const chunk of await user.client.chat.completions.create({ model: 'm2', messages: hi, stream: true })) streamed += chunk.choices[0]?.delta?.content ?? '';
+    expect(streamed).toBeTruthy();
+    expect(keyed.requests.at(-1)!.body!.stream).toBe(true);
+    expect(keyed.requests.at(-1)!.headers.authorization).toBe(`Bearer ${ADMIN_KEY}`);
+    await h.t.services.router.probeBackends();
+    expect(keyed.requests.at(-1)).toMatchObject({ path: '/v1/models', headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    expect(await adminSet()).toEqual([expect.objectContaining({ healthy: true })]);
     expect((await list()).text).not.toContain(ADMIN_KEY);
     const rows = await h.t.ctx.database.query<{ api_key_sealed: string }>(sql`select api_key_sealed from router_backends`);
     expect(rows).toHaveLength(1);
