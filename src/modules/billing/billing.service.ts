@@ -96,9 +96,10 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
 
     /**
      * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY
-     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits. Resolves once listening.
+     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits; resync() after
+     * the notification connection reconnected (any wallet may have changed). Resolves once listening.
      */
-    onBalanceChange: (listener: (userId: string) => void): Promise<void> => signal.listen(listener),
+    onBalanceChange: (listener: (userId: string) => void, resync?: () => void): Promise<void> => signal.listen(listener, resync),
   };
 }
 

@@ -5,7 +5,7 @@
  * whatever replays, reorderings or races happen. Money received is never lost: a paid report is
  * honoured even after the payment expired or failed.
  */
-import { and, desc, eq, lt, lte, or } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
@@ -26,6 +26,8 @@ export type Payment = typeof payments.$inferSelect;
 export interface PaymentsOptions {
   /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
   pollGraceMs?: number;
+  /** A failed or expired payment is asked about again at most this often while in the recheck window. */
+  recheckEveryMs?: number;
 }
 
 export interface CreatePaymentInput {
@@ -38,6 +40,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
+  const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
   /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -310,6 +313,30 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return due.length;
   }
 
+  /**
+   * Asks again about failed and expired payments created within PAYMENT_RECHECK_WINDOW, each at
+   * most every recheckEveryMs (least recently asked first): a payment completed after its order
+   * closed, whose notification never got through, is still credited once. The sweeper runs it.
+   */
+  async function recheckClosed(limit = 100): Promise<number> {
+    const now = ctx.clock.now().getTime();
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          inArray(payments.status, ['failed', 'expired']),
+          gt(payments.createdAt, new Date(now - config.paymentRecheckWindowMs)),
+          isNull(payments.mismatchAmountMicros), // a wrong amount is recorded once and left to the operator
+          or(isNull(payments.checkedAt), lte(payments.checkedAt, new Date(now - recheckEveryMs))),
+        ),
+      )
+      .orderBy(sql`${payments.checkedAt} asc nulls first`, asc(payments.createdAt))
+      .limit(limit);
+    for (const p of rows) await recheck(p);
+    return rows.length;
+  }
+
   function providerList() {
     return {
       providers: [...providers.values()].map((p) => ({ id: p.id, name: p.name, currency: config.currency, mode: config.paymentMode })),
@@ -323,7 +350,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return adminView(p);
   }
 
-  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, reconcilePayment, providerList, providers };
+  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
 }
 
 export type Payments = ReturnType<typeof createPayments>;

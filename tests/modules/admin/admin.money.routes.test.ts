@@ -123,7 +123,7 @@ for (const kind of DB_KINDS) {
         expect((await t.request('GET', `/api/admin/audit?${q}`, { token: admin.token })).status).toBe(400);
     });
 
-    test('pricing and model edits are audited', async () => {
+    test('pricing, model and backend edits are audited (a backend key never is)', async () => {
       const models = [{ slug: 'audited-8b', unit: 'per_million_tokens', price: 0.25 }];
       expect((await t.request('PUT', '/api/admin/billing/pricing/models', { token: admin.token, body: { models } })).status).toBe(200);
       expect((await auditEntries(t, admin.token))[0]).toMatchObject({ action: 'pricing.models', target: 'pricing', actor_id: admin.id, details: { models } });
@@ -136,6 +136,11 @@ for (const kind of DB_KINDS) {
       rmSync(dir, { recursive: true, force: true });
       expect((await t.request('PUT', '/api/admin/models/audited', { token: admin.token, body: { name: 'Audited Model' } })).status).toBe(200);
       expect((await auditEntries(t, admin.token))[0]).toMatchObject({ action: 'model.update', target: 'audited', details: { name: 'Audited Model' } });
+      const backends = [{ model: 'audited-8b', url: 'http://127.0.0.1:9/v1', api_key: 'sk-never-in-the-log', weight: 3 }];
+      expect((await t.request('PUT', '/api/admin/router/backends', { token: admin.token, body: { backends } })).status).toBe(200);
+      const [entry] = await auditEntries(t, admin.token);
+      expect(entry).toMatchObject({ action: 'router.backends', target: 'router', details: { backends: [{ model: 'audited-8b', url: 'http://127.0.0.1:9/v1', weight: 3, api_key: true }] } });
+      expect(JSON.stringify(entry)).not.toContain('sk-never-in-the-log');
       // A refused write is not audited.
       const before = (await auditEntries(t, admin.token)).length;
       expect((await t.request('PUT', '/api/admin/models/nope', { token: admin.token, body: { name: 'X' } })).status).toBe(404);
