@@ -24,7 +24,7 @@ export interface AdjustmentInput {
 }
 
 /** A signed major-unit amount → micro-units, exactly (through the number's shortest decimal form), or 400. */
-export function adjustmentMicros(amount: number): bigint {
+function adjustmentMicros(amount: number): bigint {
   const m = Number.isFinite(amount) ? /^(-?)(\d+)(?:\.(\d{1,6}))?$/.exec(String(amount)) : null;
   if (!m) throw new AppError('invalid', 'amount must be a number with at most 6 decimals');
   const magnitude = BigInt(m[2]!) * MICROS_PER_UNIT + BigInt((m[3] ?? '').padEnd(6, '0'));
@@ -33,7 +33,7 @@ export function adjustmentMicros(amount: number): bigint {
   return m[1] ? -magnitude : magnitude;
 }
 
-export function checkReason(reason: string): string {
+function checkReason(reason: string): string {
   const trimmed = reason.trim();
   if (trimmed.length < 1 || reason.length > 500) throw new AppError('invalid', 'reason must be 1 to 500 characters');
   return reason;

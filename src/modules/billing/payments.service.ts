@@ -389,7 +389,7 @@ function failureOf(p: Payment): string | null {
 }
 
 /** The user's list shape plus who paid and what the provider said. */
-export function adminView(p: Payment) {
+function adminView(p: Payment) {
   return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p) };
 }
 
