@@ -48,12 +48,15 @@ export function createUserAdmin(ctx: AppContext, keys: ReturnType<typeof createA
   async function listUsers(query: { q?: string; limit: number; cursor?: string }) {
     const after = decodeCursor(query.cursor);
     const q = query.q?.trim();
+    // Phone numbers are stored normalized: the digits of q (and a +) are what can match one.
+    const phone = q?.replace(/[\s().-]/g, '');
+    const byPhone = phone && /^\+?\d+$/.test(phone) ? sql`${users.phone} like ${likeLiteral(phone)}` : undefined;
     const rows = await db
       .select()
       .from(users)
       .where(
         and(
-          q ? or(sql`${users.email} ilike ${likeLiteral(q)}`, sql`${users.phone} like ${likeLiteral(q.replace(/[\s().-]/g, ''))}`) : undefined,
+          q ? or(sql`${users.email} ilike ${likeLiteral(q)}`, byPhone) : undefined,
           olderThan(users, users.createdAt, users.id, after),
         ),
       )

@@ -137,10 +137,13 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return { payments: items.map(listView), next_cursor: nextCursor };
   }
 
-  /** Every account's payments for operators, newest first, filtered by status, provider and user. */
+  /**
+   * Every account's payments for operators, newest first, filtered by status, provider and user.
+   * As stored: a pending payment past its expiry is expired by the sweeper within a minute (or by
+   * a reconcile), not here, so a listing never waits on provider calls.
+   */
   async function listAll(query: { limit: number; cursor?: string; status?: string; provider?: string; userId?: string }) {
     const after = decodeCursor(query.cursor);
-    await sweep({ userId: query.userId });
     const rows = await db
       .select()
       .from(payments)

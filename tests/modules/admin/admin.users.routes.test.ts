@@ -71,6 +71,7 @@ for (const kind of DB_KINDS) {
       expect(byPhone.body.users.map((u: { id: string }) => u.id)).toEqual([plain.id]);
       expect((await t.request('GET', '/api/admin/users?q=PLAIN%40OPS', { token: admin.token })).body.users).toHaveLength(1);
       expect((await t.request('GET', '/api/admin/users?q=%25', { token: admin.token })).body.users).toEqual([]); // % is literal
+      expect((await t.request('GET', `/api/admin/users?q=${encodeURIComponent('( )')}`, { token: admin.token })).body.users).toEqual([]); // not every phone
       for (const q of ['limit=0', 'limit=201', 'limit=x', 'cursor=%%%', 'cursor=bm9wZQ'])
         expect((await t.request('GET', `/api/admin/users?${q}`, { token: admin.token })).status).toBe(400);
     });
