@@ -18,6 +18,8 @@ export interface Config {
   port: number;
   publicUrl: string;
   databaseUrl: string | null;
+  /** DATABASE_READ_URL: a read replica for reports (cost report, usage log, CSV export); null reads the main database. */
+  databaseReadUrl: string | null;
   dataDir: string;
   storageUrl: string;
   s3: { endpoint: string | null; region: string | null; accessKeyId: string | null; secretAccessKey: string | null };
@@ -140,6 +142,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const databaseUrl = get('DATABASE_URL') ?? null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
+  const databaseReadUrl = get('DATABASE_READ_URL') ?? null;
+  if (databaseReadUrl && !/^postgres(ql)?:\/\//.test(databaseReadUrl))
+    throw new ConfigError('DATABASE_READ_URL', 'must start with postgres:// or postgresql://');
+  // The embedded database has no replicas: a read URL next to it would be a second, unrelated database.
+  if (databaseReadUrl && !databaseUrl) throw new ConfigError('DATABASE_READ_URL', 'needs DATABASE_URL (a replica of that PostgreSQL database)');
 
   const dataDir = resolve(get('DATA_DIR') ?? './data');
   const storageUrl = get('STORAGE_URL') ?? `file://${join(dataDir, 'objects')}`;
@@ -189,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port,
     publicUrl,
     databaseUrl,
+    databaseReadUrl,
     dataDir,
     storageUrl,
     s3: {

@@ -17,10 +17,17 @@ export async function createContext(config: Config, log: Logger = createLogger(c
   const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir }).catch((err) => {
     throw new FatalError(`cannot open the database: ${rootMessage(err)}`);
   });
+  // A small pool: reports are few and a replica's connections are not shared with the money path.
+  const reportDatabase = config.databaseReadUrl
+    ? await openDatabase({ databaseUrl: config.databaseReadUrl, maxConnections: 5 }).catch((err) => {
+        throw new FatalError(`cannot open the read replica (DATABASE_READ_URL): ${rootMessage(err)}`);
+      })
+    : undefined;
   const closers: Array<() => Promise<void> | void> = [];
   return {
     config,
     database,
+    ...(reportDatabase ? { reportDatabase } : {}),
     log,
     clock: systemClock,
     onShutdown: (fn) => closers.push(fn),
@@ -32,6 +39,7 @@ export async function createContext(config: Config, log: Logger = createLogger(c
           log.error({ err }, 'shutdown step failed');
         }
       }
+      await reportDatabase?.close();
       await database.close();
     },
   };

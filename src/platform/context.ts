@@ -7,6 +7,11 @@ import type { Logger } from './logger';
 export interface AppContext {
   config: Config;
   database: Database;
+  /**
+   * Where reports read (cost report, usage log, CSV export): the DATABASE_READ_URL replica, so a
+   * heavy report never takes connections or I/O from the money path. Absent: `database`.
+   */
+  reportDatabase?: Database;
   log: Logger;
   clock: Clock;
   /** Register a closer run at graceful shutdown, in reverse order of registration. */
