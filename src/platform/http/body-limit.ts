@@ -30,9 +30,8 @@ export function withBodyLimit(request: Request, maxBytes: number): Request {
         if (done) return controller.close();
         received += value.byteLength;
         if (received > maxBytes) {
-          const error = bodyTooLarge(maxBytes);
-          controller.error(error);
-          await reader.cancel(error).catch(() => {});
+          controller.error(bodyTooLarge(maxBytes));
+          discardRest(reader);
           return;
         }
         controller.enqueue(value);
@@ -42,6 +41,25 @@ export function withBodyLimit(request: Request, maxBytes: number): Request {
     { highWaterMark: 0 },
   );
   return new Request(request, { body, duplex: 'half' } as RequestInit);
+}
+
+/**
+ * Reads and drops what the client still sends, for a few seconds, before closing: a server that
+ * closes with unread bytes makes the kernel reset the connection, and the reset can destroy the
+ * 413 before the client reads it (what nginx calls a lingering close). Nothing is kept.
+ */
+const LINGER_MS = 5_000;
+function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): void {
+  const stop = setTimeout(() => void reader.cancel().catch(() => {}), LINGER_MS);
+  void (async () => {
+    try {
+      while (!(await reader.read()).done);
+    } catch {
+      // the client went away: nothing left to drop
+    } finally {
+      clearTimeout(stop);
+    }
+  })();
 }
 
 /** The whole body, at most `maxBytes` of it: 413 on a declared or an actual length over it. */
@@ -56,9 +74,8 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     if (done) break;
     received += value.byteLength;
     if (received > maxBytes) {
-      const error = bodyTooLarge(maxBytes);
-      await reader.cancel(error).catch(() => {});
-      throw error;
+      discardRest(reader);
+      throw bodyTooLarge(maxBytes);
     }
     chunks.push(value);
   }
