@@ -49,7 +49,7 @@ export function withBodyLimit(request: Request, maxBytes: number): Request {
  * 413 before the client reads it (what nginx calls a lingering close). Nothing is kept.
  */
 const LINGER_MS = 5_000;
-function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): void {
+function discardRest(reader: { read(): Promise<{ done: boolean }>; cancel(): Promise<void> }): void {
   const stop = setTimeout(() => void reader.cancel().catch(() => {}), LINGER_MS);
   void (async () => {
     try {
