@@ -48,7 +48,10 @@ export async function buildApp(ctx: AppContext) {
   const runtime = createSupervisor(ctx, { registry, router });
   ctx.onShutdown(() => runtime.stop());
 
-  const app = new Elysia()
+  // normalize 'typebox': unknown body fields are dropped, then the body is validated as sent. Elysia's
+  // default (exactMirror) copies a value into the schema's shape before validating, so a string
+  // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
+  const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(errorPlugin(ctx.log))
     .use(
