@@ -51,6 +51,7 @@ export async function buildApp(ctx: AppContext) {
   // normalize 'typebox': unknown body fields are dropped, then the body is validated as sent. Elysia's
   // default (exactMirror) copies a value into the schema's shape before validating, so a string
   // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
+  // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(errorPlugin(ctx.log))
