@@ -6,6 +6,7 @@ import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { type AdjustmentInput, createAdjustments } from './adjustments';
 import { createInvoices } from './invoices.service';
 import { createLedger } from './ledger';
 import { createPayments, type PaymentsOptions } from './payments.service';
@@ -42,12 +43,18 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const signal = createWalletSignal(ctx);
   const ledger = createLedger(ctx, signal);
   const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
+  const adjustments = createAdjustments(ledger);
   return {
     ledger,
     payments,
     invoices: createInvoices(ctx, payments),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, payments) : null,
+    /**
+     * Asks the payment's provider about it now and settles what it says (credits once if paid,
+     * whatever its state); answers the payment row. The admin reconcile endpoint uses it.
+     */
+    reconcilePayment: (paymentId: string) => payments.reconcilePayment(paymentId),
     /** Expires due payments every intervalMs until shutdown (cpd serve: once a minute). */
     startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, intervalMs),
 
@@ -77,13 +84,22 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
       return ledger.apply(on, input);
     },
 
+    /**
+     * An operator's signed `adjustment` (major units, ≤ 6 decimals, ≠ 0, reason 1..500 characters)
+     * in the caller's transaction; idempotent on `idempotencyKey`. Answers {transaction, applied}.
+     */
+    adjust: (tx: DbOrTx, input: AdjustmentInput) => adjustments.adjust(tx, input),
+
     getBalanceMicros: (userId: string): Promise<bigint> => ledger.balance(userId),
+    /** Balances of many wallets (a user without a wallet is absent: 0). */
+    getBalancesMicros: (userIds: string[]): Promise<Map<string, bigint>> => ledger.balances(userIds),
 
     /**
      * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY
-     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits. Resolves once listening.
+     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits; resync() after
+     * the notification connection reconnected (any wallet may have changed). Resolves once listening.
      */
-    onBalanceChange: (listener: (userId: string) => void): Promise<void> => signal.listen(listener),
+    onBalanceChange: (listener: (userId: string) => void, resync?: () => void): Promise<void> => signal.listen(listener, resync),
   };
 }
 

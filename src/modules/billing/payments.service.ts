@@ -5,14 +5,14 @@
  * whatever replays, reorderings or races happen. Money received is never lost: a paid report is
  * honoured even after the payment expired or failed.
  */
-import { and, desc, eq, lt, lte, or } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { payments } from './billing.tables';
-import { decodeCursor, page } from './cursor';
+import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import { BadSignatureError, type PaymentProvider, type ProviderReport } from './providers';
@@ -26,6 +26,8 @@ export type Payment = typeof payments.$inferSelect;
 export interface PaymentsOptions {
   /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
   pollGraceMs?: number;
+  /** A failed or expired payment is asked about again at most this often while in the recheck window. */
+  recheckEveryMs?: number;
 }
 
 export interface CreatePaymentInput {
@@ -38,6 +40,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
+  const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
   /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -134,6 +137,30 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return { payments: items.map(listView), next_cursor: nextCursor };
   }
 
+  /**
+   * Every account's payments for operators, newest first, filtered by status, provider and user.
+   * As stored: a pending payment past its expiry is expired by the sweeper within a minute (or by
+   * a reconcile), not here, so a listing never waits on provider calls.
+   */
+  async function listAll(query: { limit: number; cursor?: string; status?: string; provider?: string; userId?: string }) {
+    const after = decodeCursor(query.cursor);
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          query.status ? eq(payments.status, query.status) : undefined,
+          query.provider ? eq(payments.provider, query.provider) : undefined,
+          query.userId ? eq(payments.userId, query.userId) : undefined,
+          olderThan(payments, payments.createdAt, payments.id, after),
+        ),
+      )
+      .orderBy(desc(payments.createdAt), desc(payments.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    return { payments: items.map(adminView), next_cursor: nextCursor };
+  }
+
   /** Owner first: another account's payment is the same 404 as a missing one. */
   async function requireOwn(userId: string, id: string): Promise<Payment> {
     const [p] = await db.select().from(payments).where(and(eq(payments.id, id), eq(payments.userId, userId)));
@@ -148,11 +175,11 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return detailView(p);
   }
 
-  async function reconcile(p: Payment): Promise<Payment> {
+  async function reconcile(p: Payment, opts: { force?: boolean } = {}): Promise<Payment> {
     const now = ctx.clock.now();
     const due = p.expiresAt <= now;
     const lastAsked = Math.max(p.createdAt.getTime(), p.checkedAt?.getTime() ?? 0);
-    if (due || now.getTime() - lastAsked >= pollGraceMs) {
+    if (opts.force || due || now.getTime() - lastAsked >= pollGraceMs) {
       await db.update(payments).set({ checkedAt: now }).where(eq(payments.id, p.id));
       const report = await queryProvider(p);
       if (report && report.status !== 'pending') {
@@ -163,6 +190,27 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     if (!due) return (await reload(p.id))!;
     await closeQuietly(p);
     return settle(p.provider as PaymentProviderId, { paymentId: p.id, status: 'expired' }, 'expiry');
+  }
+
+  /**
+   * Asks the provider about one payment, whatever its state, and settles what it says (a paid
+   * report credits once, even for a failed or expired payment). A pending payment past expiry is
+   * expired as usual. Answers the payment as it now is; a paid one is not asked about again.
+   */
+  async function reconcilePayment(id: string): Promise<Payment> {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    if (p.status === 'paid') return p;
+    if (p.status === 'pending') return reconcile(p, { force: true });
+    return recheck(p);
+  }
+
+  /** A failed or expired payment: paid is the only report that changes it (money received is credited). */
+  async function recheck(p: Payment): Promise<Payment> {
+    await db.update(payments).set({ checkedAt: ctx.clock.now() }).where(eq(payments.id, p.id));
+    const report = await queryProvider(p);
+    if (report?.status !== 'paid') return (await reload(p.id))!;
+    return settle(p.provider as PaymentProviderId, { ...report, paymentId: p.id }, 'recheck');
   }
 
   async function queryProvider(p: Payment): Promise<ProviderReport | null> {
@@ -268,13 +316,44 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return due.length;
   }
 
+  /**
+   * Asks again about failed and expired payments created within PAYMENT_RECHECK_WINDOW, each at
+   * most every recheckEveryMs (least recently asked first): a payment completed after its order
+   * closed, whose notification never got through, is still credited once. The sweeper runs it.
+   */
+  async function recheckClosed(limit = 100): Promise<number> {
+    const now = ctx.clock.now().getTime();
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          inArray(payments.status, ['failed', 'expired']),
+          gt(payments.createdAt, new Date(now - config.paymentRecheckWindowMs)),
+          isNull(payments.mismatchAmountMicros), // a wrong amount is recorded once and left to the operator
+          or(isNull(payments.checkedAt), lte(payments.checkedAt, new Date(now - recheckEveryMs))),
+        ),
+      )
+      .orderBy(sql`${payments.checkedAt} asc nulls first`, asc(payments.createdAt))
+      .limit(limit);
+    for (const p of rows) await recheck(p);
+    return rows.length;
+  }
+
   function providerList() {
     return {
       providers: [...providers.values()].map((p) => ({ id: p.id, name: p.name, currency: config.currency, mode: config.paymentMode })),
     };
   }
 
-  return { create, list, get, requireOwn, settle, handleNotification, sweep, providerList, providers };
+  /** One payment in the operators' shape, any account's; 404 when there is none. */
+  async function requireAny(id: string) {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    return adminView(p);
+  }
+
+  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
 }
 
 export type Payments = ReturnType<typeof createPayments>;
@@ -301,6 +380,20 @@ function createdView(p: Payment) {
 
 function listView(p: Payment) {
   return { ...baseView(p), paid_at: p.paidAt?.toISOString() ?? null };
+}
+
+/** What went wrong with a payment, in words, for operators; null when nothing did. */
+function failureOf(p: Payment): string | null {
+  if (p.mismatchAmountMicros !== null)
+    return `the provider reported ${toMajor(p.mismatchAmountMicros)} ${p.mismatchCurrency ?? ''} paid for an order of ${toMajor(p.amountMicros)} ${p.currency}; not credited`.replace('  ', ' ');
+  if (p.status === 'failed') return 'the provider reported the payment failed';
+  if (p.status === 'expired') return 'not paid before it expired';
+  return null;
+}
+
+/** The user's list shape plus who paid and what the provider said. */
+function adminView(p: Payment) {
+  return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p) };
 }
 
 function detailView(p: Payment) {

@@ -6,6 +6,35 @@ export const CostQuery = t.Object({
   group_by: t.Optional(t.String({ description: 'comma-separated: user, model, entrypoint' })),
 });
 
+export const UsageQuery = t.Object({
+  from: t.Optional(t.String({ description: 'ISO 8601 start (inclusive)' })),
+  to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive)' })),
+  model: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  key_id: t.Optional(t.String({ minLength: 1, maxLength: 64 })),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: t.Optional(t.String({ minLength: 1 })),
+});
+
+export const UsageResponse = t.Object({
+  usage: t.Array(
+    t.Object({
+      id: t.String(),
+      created_at: t.String(),
+      entrypoint: t.String(),
+      model: t.String(),
+      key_id: t.Union([t.String(), t.Null()]),
+      prompt_tokens: t.Integer(),
+      completion_tokens: t.Integer(),
+      cost: t.Number(),
+      currency: t.String(),
+      status: t.Integer(),
+      streamed: t.Boolean(),
+      latency_ms: t.Integer(),
+    }),
+  ),
+  next_cursor: t.Union([t.String(), t.Null()]),
+});
+
 export const CostRowSchema = t.Object({
   user: t.Optional(t.String()),
   model: t.Optional(t.String()),
@@ -19,4 +48,21 @@ export const CostResponse = t.Object({
   to: t.String(),
   group_by: t.Array(t.String()),
   items: t.Array(CostRowSchema),
+});
+
+export const BackendsBody = t.Object({
+  backends: t.Array(
+    t.Object({
+      model: t.String({ minLength: 1, maxLength: 200, description: 'model slug served by this backend' }),
+      url: t.String({ minLength: 1, maxLength: 2000, description: 'the upstream OpenAI base URL (http or https)' }),
+      api_key: t.Optional(
+        t.Union([t.String({ minLength: 1, maxLength: 4096 }), t.Null()], {
+          description: 'write-only; sent upstream as Authorization: Bearer. Omitted: keep the stored key of this model and URL; null: remove it',
+        }),
+      ),
+      weight: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: 'share of the model\'s traffic (default 1)' })),
+      enabled: t.Optional(t.Boolean({ description: 'default true' })),
+    }),
+    { maxItems: 1000 },
+  ),
 });

@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** One row per routed request (gateway or agent), written with its wallet debit in one transaction. */
 export const routerUsage = pgTable(
@@ -28,7 +28,16 @@ export const routerUsage = pgTable(
     aborted: boolean('aborted').notNull(),
     requestId: text('request_id'),
   },
-  (t) => [index('router_usage_user_created_idx').on(t.userId, t.createdAt), index('router_usage_created_idx').on(t.createdAt)],
+  // (user_id, created_at, id): a user's rows in keyset order (the usage log, newest first, with
+  // its cursor and time range) and a user's time window (the cost report); the model filter is
+  // read off it (a user's few models each match many rows). (user_id, key_id, created_at, id): the
+  // key filter in the same order; without it the planner reads and sorts all of the user's rows
+  // (bench/usage-log.ts measures both, and what the index costs a usage insert).
+  (t) => [
+    index('router_usage_user_created_id_idx').on(t.userId, t.createdAt, t.id),
+    index('router_usage_user_key_created_id_idx').on(t.userId, t.keyId, t.createdAt, t.id),
+    index('router_usage_created_idx').on(t.createdAt),
+  ],
 );
 
 /** A rollup of router_usage per (time bucket, user, model, entrypoint); user_id '' stands for no account. */
@@ -55,3 +64,23 @@ function rollupTable<B extends 'hour' | 'day'>(name: string, bucket: B) {
  */
 export const routerUsageHourly = rollupTable('router_usage_hourly', 'hour');
 export const routerUsageDaily = rollupTable('router_usage_daily', 'day');
+
+/**
+ * The admin-managed backends (PUT /api/admin/router/backends replaces them all). The API key is
+ * stored sealed (AES-256-GCM, key derived from SECRET_KEY) and never leaves the process in clear
+ * except as the upstream's Authorization header.
+ */
+export const routerBackends = pgTable(
+  'router_backends',
+  {
+    id: text('id').primaryKey(),
+    model: text('model').notNull(),
+    url: text('url').notNull(),
+    apiKeySealed: text('api_key_sealed'),
+    weight: integer('weight').notNull(),
+    enabled: boolean('enabled').notNull(),
+    position: integer('position').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [uniqueIndex('router_backends_model_url_key').on(t.model, t.url)],
+);
