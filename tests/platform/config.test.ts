@@ -86,6 +86,9 @@ describe('loadConfig', () => {
     ['PUBLIC_URL', 'not a url'],
     ['PUBLIC_URL', 'ftp://x'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_READ_URL', 'mysql://x'],
+    // A replica only of an external PostgreSQL: without DATABASE_URL it is refused.
+    ['DATABASE_READ_URL', 'postgres://replica/db'],
     ['STORAGE_URL', 'gopher://x'],
     ['SECRET_KEY', 'short'],
     ['SESSION_TTL', 'forever'],
@@ -120,6 +123,11 @@ describe('loadConfig', () => {
       expect((thrown as ConfigError).message).not.toContain('\n');
     });
   }
+
+  test('DATABASE_READ_URL next to DATABASE_URL is kept; unset it is null', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://primary/db', DATABASE_READ_URL: 'postgresql://replica/db' }).databaseReadUrl).toBe('postgresql://replica/db');
+    expect(loadConfig({ DATABASE_URL: 'postgres://primary/db' }).databaseReadUrl).toBeNull();
+  });
 
   test('TOPUP_MAX below TOPUP_MIN is refused', () => {
     expect(() => loadConfig({ TOPUP_MIN: '50', TOPUP_MAX: '10' })).toThrow('TOPUP_MAX');
