@@ -195,7 +195,10 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
   });
 
   test('kill -9 of one replica mid-stream fails its streams only; nobody pays for them; the others carry on', async () => {
-    up.set({ content: Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 50 });
+    // Usage rows are written in batches shortly after each answer; the fault under test is the
+    // streams in flight, so the victim's earlier answers are committed first.
+    await waitFor(async () => (await usageRows()) === answeredTotal(), 'the usage of every answered request committed', 10_000);
+    up.set({ content: Array.from({ length: 60 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 50 });
     const victim = replicas[1]!;
     const streams = await Promise.all(
       Array.from({ length: 9 }, async (_, i) => {
@@ -209,9 +212,6 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
       }),
     );
     expect(streams.filter((s) => s.backend === victim.url).length).toBeGreaterThan(0);
-    // Usage rows are written in batches shortly after each answer; the fault under test is the
-    // streams in flight, so the victim's earlier answers are committed first.
-    await waitFor(async () => (await usageRows()) === answeredTotal(), 'the usage of every answered request committed', 10_000);
     await victim.stop('SIGKILL');
 
     const outcomes = await Promise.all(
