@@ -18,7 +18,6 @@ import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from '../suppor
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { BACKEND_HEADER, type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 const MODEL = 'm1';
@@ -41,8 +40,6 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
   let up: FakeUpstream;
   let replicas: RunningBinary[] = [];
   let lb: RoundRobinProxy;
-  /** Between the replicas and PostgreSQL: cuts every database connection of all three at once. */
-  let pgLink: TcpProxy;
   let adminToken = '';
   const users: User[] = [];
   /** Every status seen by the clients, through the proxy or directly. */
@@ -88,11 +85,8 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
   beforeAll(async () => {
     await ensureBuilt();
     [db, up] = await Promise.all([createTestDatabase('postgres'), startFakeUpstream({ models: [MODEL] })]);
-    const dbUrl = new URL(db.url!);
-    pgLink = await startTcpProxy(Number(dbUrl.port || 5432), dbUrl.hostname);
-    dbUrl.port = String(pgLink.port);
     const env = {
-      DATABASE_URL: dbUrl.toString(),
+      DATABASE_URL: db.url!,
       SECRET_KEY: TEST_SECRET,
       MODEL_BACKENDS: `${MODEL}=${up.url}`,
       TRUST_PROXY: 'true',
@@ -122,7 +116,6 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     lb?.close();
     await Promise.all(replicas.map((r) => r.stop('SIGKILL')));
     await up?.close();
-    await pgLink?.close();
     await db?.drop();
   });
 
@@ -200,47 +193,6 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
       expect((await chatJson(r.url, user, kept.key)).status).toBe(200);
     }
   });
-
-  test('every database connection cut: all three answer 503 on /healthz and writes, stay up, and recover without a restart', async () => {
-    const user = users[2]!;
-    const direct = async (r: RunningBinary, method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${r.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${user.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, body: await res.json().catch(() => null) };
-    };
-    // Cut while no usage write is in flight: a batch whose COMMIT reaches PostgreSQL but whose
-    // answer is lost is retried as a duplicate today (see docs/operations.md, known limits).
-    await waitFor(async () => (await usageRows()) === answeredTotal(), 'the usage of every answered request committed', 10_000);
-    pgLink.cut();
-    try {
-      for (const r of replicas) {
-        await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 503, `/healthz 503 on ${r.url}`);
-        expect(await direct(r, 'POST', '/api/api-keys', { name: 'while cut' })).toEqual({ status: 503, body: { error: 'database unavailable' } });
-      }
-    } finally {
-      pgLink.restore();
-    }
-    for (const r of replicas) await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 200, `/healthz 200 again on ${r.url}`);
-    // No replica died of the cut (a write racing the closed socket once ended the process).
-    for (const r of replicas) expect({ exit: r.proc.exitCode, signal: r.proc.signalCode }).toEqual({ exit: null, signal: null });
-    // Nothing written while cut: the refused key does not exist.
-    expect((await call(lb.url, 'GET', '/api/api-keys', user.token)).body.map((k: { name: string }) => k.name)).not.toContain('while cut');
-
-    // A revocation and a price change made now reach all three without a restart. Each LISTEN
-    // connection comes back on its own reconnect backoff and its replica reloads then (a change
-    // sent while it was away is not lost), so no 1 s bound right after the cut.
-    const [revoked] = user.keys as [User['keys'][number]];
-    for (const r of replicas) expect((await chatJson(r.url, user, revoked.key)).status).toBe(200);
-    expect((await call(lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
-    await setPrice(0.004);
-    for (const r of replicas) {
-      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, 15_000);
-      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.004000', `X-Cost 0.004 on ${r.url} after the cut`, 15_000);
-    }
-  }, 60_000);
 
   test('kill -9 of one replica mid-stream fails its streams only; nobody pays for them; the others carry on', async () => {
     // Usage rows are written in batches shortly after each answer; the fault under test is the
