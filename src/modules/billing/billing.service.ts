@@ -6,6 +6,7 @@ import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { createGrants, type Grant } from './grants';
 import { createInvoices } from './invoices.service';
 import { createLedger } from './ledger';
 import { createPayments, type PaymentsOptions } from './payments.service';
@@ -41,6 +42,7 @@ export interface BillingOptions extends PaymentsOptions {
 export function createBillingService(ctx: AppContext, opts: BillingOptions = {}) {
   const signal = createWalletSignal(ctx);
   const ledger = createLedger(ctx, signal);
+  const grants = createGrants(ctx);
   const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
   return {
     ledger,
@@ -68,8 +70,21 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
      */
     async debitUsageMany(on: DbOrTx, entries: DebitUsageInput[]): Promise<Map<string, bigint>> {
       if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
-      return ledger.applyUsageMany(on, entries);
+      return (await ledger.applyUsageMany(on, entries)).balances;
     },
+
+    /**
+     * The router's usage batch: debitUsageMany, then the holder's wallet grants are lowered by what
+     * the new entries spent (a replayed batch spends nothing), in the same transaction.
+     */
+    async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<Map<string, Grant>> {
+      if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
+      const { spent } = await ledger.applyUsageMany(tx, entries);
+      return grants.consume(tx, holder, spent);
+    },
+
+    /** Wallet grants for admission across processes (grants.ts). */
+    grants: { request: grants.request, endMargin: grants.endMargin, giveBack: grants.giveBack, renewAll: grants.renewAll, releaseAll: grants.releaseAll },
 
     /** A top-up or adjustment, idempotent on `reference`; `applied` is false on a replay. */
     async credit(on: DbOrTx, input: CreditInput) {
