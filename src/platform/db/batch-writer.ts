@@ -12,6 +12,7 @@
  *    (`setAside` records it with the reason) while every other row is written.
  * Hand-written: no library of the field batches rows under a caller's await with this split.
  */
+import { rootMessage as reasonOf } from '../errors';
 import type { Logger } from '../logger';
 
 /** What happened to a row: committed, set aside as unwritable, or given up at shutdown. */
@@ -42,14 +43,16 @@ const BACKOFF_MAX_MS = 2_000;
 
 /** True when the error says the database could not be used, not that the rows are wrong. */
 export function isTransient(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
+  // drizzle wraps the driver's error: the code is on a cause.
+  let e = err as { code?: unknown; cause?: unknown } | null;
+  while (e && typeof e === 'object' && typeof e.code !== 'string' && e.cause) e = e.cause as typeof e;
+  const code = e?.code;
   if (typeof code !== 'string') return false;
   if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_CLASSES.has(code.slice(0, 2));
   // postgres.js and node: CONNECTION_CLOSED, CONNECT_TIMEOUT, ECONNREFUSED, ECONNRESET, ...
   return true;
 }
 
-const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   const maxBatch = opts.maxBatch ?? 256;
@@ -58,6 +61,12 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   let active = 0;
   let setAsideCount = 0;
   let giveUpAt = Number.POSITIVE_INFINITY;
+  /** Rejects at close()'s deadline: a write hung on an unreachable database is not waited for past it. */
+  let reachDeadline: (err: Error) => void = () => {};
+  const deadline = new Promise<never>((_, reject) => {
+    reachDeadline = reject;
+  });
+  deadline.catch(() => {});
   let idleWaiters: Array<() => void> = [];
 
   const givingUp = () => Date.now() >= giveUpAt;
@@ -66,7 +75,7 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   async function writeBatch(batch: Array<Pending<T>>): Promise<void> {
     for (let failures = 0; ; failures++) {
       try {
-        await opts.write(batch.map((p) => p.row));
+        await Promise.race([opts.write(batch.map((p) => p.row)), deadline]);
         for (const p of batch) p.done('written');
         return;
       } catch (err) {
@@ -130,7 +139,9 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
     /** Writes what is queued; past `deadlineMs` rows still failing are logged and answered 'unwritten'. */
     async close(deadlineMs: number): Promise<void> {
       giveUpAt = Date.now() + deadlineMs;
+      const timer = setTimeout(() => reachDeadline(Object.assign(new Error('shutdown deadline reached'), { code: 'SHUTDOWN' })), deadlineMs);
       await this.flush();
+      clearTimeout(timer);
     },
     /** Rows waiting for a batch (not counting the batches being written). */
     get queued() {
