@@ -75,12 +75,13 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
 
     /**
      * The router's usage batch: debitUsageMany, then the holder's wallet grants are lowered by what
-     * the new entries spent (a replayed batch spends nothing), in the same transaction.
+     * the new entries spent (a replayed batch spends nothing), in the caller's transaction. No
+     * NOTIFY at commit: the caller calls `committed()` after its commit to announce the change.
      */
-    async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<Map<string, Grant>> {
+    async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<{ grants: Map<string, Grant>; committed: () => void }> {
       if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
-      const { spent } = await ledger.applyUsageMany(tx, entries);
-      return grants.consume(tx, holder, spent);
+      const { spent } = await ledger.applyUsageMany(tx, entries, { announcedByCaller: true });
+      return { grants: await grants.consume(tx, holder, spent), committed: () => ledger.announce(spent.keys()) };
     },
 
     /** Wallet grants for admission across processes (grants.ts). */

@@ -128,16 +128,24 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
    * conflict (raised after the statement: inside a caller's transaction it rolls back with it).
    * `spent` holds what the newly inserted entries took from each wallet (a replay spends nothing).
    */
-  async function applyUsageMany(on: DbOrTx, entries: UsageEntry[]): Promise<{ balances: Map<string, bigint>; spent: Map<string, bigint> }> {
+  async function applyUsageMany(
+    on: DbOrTx,
+    entries: UsageEntry[],
+    /** The caller announces the change itself after its transaction commits (signal.later). */
+    opts: { announcedByCaller?: boolean } = {},
+  ): Promise<{ balances: Map<string, bigint>; spent: Map<string, bigint> }> {
     const balances = new Map<string, bigint>();
     const spent = new Map<string, bigint>();
     if (!entries.length) return { balances, spent };
-    const announceAfter = on === database.db; // as in apply(): a debit on its own is announced after
+    // As in apply(): a debit on its own is announced after; one in a transaction whose caller
+    // announces it after its commit issues no NOTIFY (see wallet-signal.ts for why that matters).
+    const announceAfter = on === database.db;
+    const quiet = announceAfter || opts.announcedByCaller === true;
     const json = JSON.stringify(
       entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
     );
     const rows = await database.prepared<{ user_id: string; balance: string; inserted: number; spent: string }>(
-      announceAfter ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
+      quiet ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
       [json, currency, ctx.clock.now().toISOString()],
       on,
     );
@@ -230,7 +238,18 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     };
   }
 
-  return { apply, applyUsageMany, balance: (userId: string) => balanceOn(database.db, userId), wallet, listTransactions, summary };
+  return {
+    apply,
+    applyUsageMany,
+    /** Announces committed changes of these wallets (coalesced), for callers that wrote them in their own transaction. */
+    announce: (userIds: Iterable<string>) => {
+      for (const id of userIds) signal.later(id);
+    },
+    balance: (userId: string) => balanceOn(database.db, userId),
+    wallet,
+    listTransactions,
+    summary,
+  };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

@@ -123,7 +123,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     grantTtlMs: ctx.config.walletGrantTtlMs,
     waitMs: settings.admissionWaitMs,
   });
-  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed);
+  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, { synchronousCommit: ctx.config.usageSynchronousCommit });
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.

@@ -38,7 +38,12 @@ export interface UsageDebitor {
     tx: DbOrTx,
     entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>,
     holder: string,
-  ): Promise<Map<string, Grant>>;
+  ): Promise<{ grants: Map<string, Grant>; committed: () => void }>;
+}
+
+export interface UsageWriterOptions {
+  /** false: commit without waiting for the WAL flush (USAGE_SYNCHRONOUS_COMMIT=off, docs/gateway.md). */
+  synchronousCommit: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -108,13 +113,22 @@ function insertStatement(batch: UsageRecord[], currency: string) {
     ${upsertRollup('router_usage_hourly', 'hour')}`;
 }
 
-export function createUsageWriter(ctx: AppContext, billing: UsageDebitor, holder: string, onCommitted: (grants: Map<string, Grant>) => void) {
+export function createUsageWriter(
+  ctx: AppContext,
+  billing: UsageDebitor,
+  holder: string,
+  onCommitted: (grants: Map<string, Grant>) => void,
+  opts: UsageWriterOptions,
+) {
   const { database } = ctx;
   const currency = ctx.config.currency;
 
   async function write(batch: UsageRecord[]): Promise<void> {
-    const grants = await database.db.transaction(async (tx) => {
-      await database.query(insertStatement(batch, currency), tx);
+    const { grants, committed } = await database.db.transaction(async (tx) => {
+      // The statements do not depend on each other's results: sent together, they share round trips.
+      const steps: Array<Promise<unknown>> = [];
+      if (!opts.synchronousCommit) steps.push(database.query(sql`set local synchronous_commit = off`, tx));
+      steps.push(database.query(insertStatement(batch, currency), tx));
       // One ledger entry per billed request, so a user can match each entry to its request.
       const debits = batch
         .filter((r) => r.userId && r.costMicros > 0n)
@@ -124,8 +138,10 @@ export function createUsageWriter(ctx: AppContext, billing: UsageDebitor, holder
           reference: `usage:${r.id}`,
           description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
         }));
-      return billing.debitUsageBatch(tx, debits, holder);
+      const [debited] = await Promise.all([billing.debitUsageBatch(tx, debits, holder), ...steps]);
+      return debited;
     });
+    committed();
     onCommitted(grants);
   }
 
