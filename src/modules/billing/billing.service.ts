@@ -74,14 +74,19 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     },
 
     /**
-     * The router's usage batch: debitUsageMany, then the holder's wallet grants are lowered by what
-     * the new entries spent (a replayed batch spends nothing), in the caller's transaction. No
-     * NOTIFY at commit: the caller calls `committed()` after its commit to announce the change.
+     * The router's usage batch, in the caller's transaction: debitUsageMany and the holder's wallet
+     * grants lowered by the entries' amounts, both statements sent at once and run in that order
+     * (wallet rows locked before grant rows, as when a grant is requested, so they cannot
+     * deadlock). A replayed batch debits nothing but lowers the grants again: a grant may end
+     * lower than it could be, which costs a renewal, never money. No NOTIFY at commit: the caller
+     * calls `committed()` after its commit to announce the change.
      */
     async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<{ grants: Map<string, Grant>; committed: () => void }> {
       if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
-      const { spent } = await ledger.applyUsageMany(tx, entries, { announcedByCaller: true });
-      return { grants: await grants.consume(tx, holder, spent), committed: () => ledger.announce(spent.keys()) };
+      const costs = new Map<string, bigint>();
+      for (const e of entries) costs.set(e.userId, (costs.get(e.userId) ?? 0n) + e.amountMicros);
+      const [, lowered] = await Promise.all([ledger.applyUsageMany(tx, entries, { announcedByCaller: true }), grants.consume(tx, holder, costs)]);
+      return { grants: lowered, committed: () => ledger.announce(costs.keys()) };
     },
 
     /** Wallet grants for admission across processes (grants.ts). */

@@ -36,6 +36,12 @@ export interface GrantRequest {
 type GrantRow = { amount: string; margin: boolean; version: string | number };
 const grantOf = (r: GrantRow): Grant => ({ amountMicros: BigInt(r.amount), margin: r.margin, version: Number(r.version) });
 
+const CONSUME_SQL = `
+  update wallet_grants g set amount_micros = greatest(g.amount_micros - d.cost, 0), version = g.version + 1
+  from jsonb_to_recordset($1::jsonb) as d(user_id text, cost bigint)
+  where g.user_id = d.user_id and g.holder = $2
+  returning g.user_id, g.amount_micros::text as amount, g.margin, g.version`;
+
 export function createGrants(ctx: AppContext) {
   const { database } = ctx;
 
@@ -71,21 +77,15 @@ export function createGrants(ctx: AppContext) {
   }
 
   /**
-   * Lowers the holder's grants by what was just debited, in the debit's transaction (the debit
-   * holds the wallet rows' locks). Answers the new state of each grant touched.
+   * Lowers the holder's grants by what was just debited, in the debit's transaction, after the
+   * debit's statement (which holds the wallet rows' locks). A prepared statement like the ledger's,
+   * so a caller may send both at once and have them run in order. Answers each grant touched.
    */
   async function consume(on: DbOrTx, holder: string, spent: Map<string, bigint>): Promise<Map<string, Grant>> {
     const grants = new Map<string, Grant>();
     if (!spent.size) return grants;
     const json = JSON.stringify([...spent].map(([user_id, cost]) => ({ user_id, cost: String(cost) })));
-    const rows = await database.query<GrantRow & { user_id: string }>(
-      sql`
-        update wallet_grants g set amount_micros = greatest(g.amount_micros - d.cost, 0), version = g.version + 1
-        from jsonb_to_recordset(${json}::jsonb) as d(user_id text, cost bigint)
-        where g.user_id = d.user_id and g.holder = ${holder}
-        returning g.user_id, g.amount_micros::text as amount, g.margin, g.version`,
-      on,
-    );
+    const rows = await database.prepared<GrantRow & { user_id: string }>(CONSUME_SQL, [json, holder], on);
     for (const r of rows) grants.set(r.user_id, grantOf(r));
     return grants;
   }

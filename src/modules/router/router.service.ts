@@ -374,6 +374,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     probeBackends: backends.probeAll,
     /** Resolves when every usage row handed to the writer so far has its outcome (tests). */
     flushUsage: () => usage.flush(),
+    /** Usage rows waiting for a batch, and rows set aside since start (for metrics). */
+    usageStats: () => ({ queued: usage.queued, setAside: usage.setAside }),
     /**
      * The path every entry point takes, for endpoints beyond chat completions: admit(req) holds the
      * cost's upper bound; call(admitted, streamed, attempt) leases the backend that answers;

@@ -50,16 +50,16 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 /** Adds the rows inserted now (the `inserted` CTE) into a rollup table, in key order. */
-function upsertRollup(table: string, bucket: 'hour' | 'day') {
+function upsertRollup(table: string, bucket: 'hour' | 'day'): string {
   const add = (c: string) => `${c} = ${table}.${c} + excluded.${c}`;
-  return sql.raw(`
+  return `
     insert into ${table} (${bucket}, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
     select ${bucket}, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
     from inserted
     group by 1, 2, 3, 4
     order by 1, 2, 3, 4
     on conflict (${bucket}, user_id, model, entrypoint) do update set
-      ${['requests', 'tokens', 'cost_micros', 'cost_usd_micros'].map(add).join(', ')}`);
+      ${['requests', 'tokens', 'cost_micros', 'cost_usd_micros'].map(add).join(', ')}`;
 }
 
 /** A row as the insert statement's JSON reads it (and as a set-aside row keeps it). */
@@ -91,11 +91,10 @@ const jsonOf = (r: UsageRecord) => ({
  * only rows inserted now are added up (a replay adds nothing); rollup rows are upserted in key
  * order so concurrent writers lock them in the same order.
  */
-function insertStatement(batch: UsageRecord[], currency: string) {
-  const rows = JSON.stringify(batch.map(jsonOf));
-  return sql`
+/** $1: the batch as JSON, $2: the currency. */
+const INSERT_SQL = `
     with batch as (
-      select * from jsonb_to_recordset(${rows}::jsonb) as x(
+      select * from jsonb_to_recordset($1::jsonb) as x(
         id text, created_at timestamptz, hour timestamptz, day timestamptz, user_id text, key_id text, entrypoint text, model text,
         backend text, prompt_tokens integer, completion_tokens integer, cost_micros bigint, cost_usd_micros bigint,
         tokens_counted boolean, latency_ms integer, status integer, streamed boolean, aborted boolean, request_id text)
@@ -103,7 +102,7 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id)
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
+        cost_micros, $2, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
       on conflict (id) do nothing
       returning id
@@ -111,7 +110,6 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       select batch.* from batch join usage_rows using (id)
     ), daily as (${upsertRollup('router_usage_daily', 'day')})
     ${upsertRollup('router_usage_hourly', 'hour')}`;
-}
 
 export function createUsageWriter(
   ctx: AppContext,
@@ -125,10 +123,6 @@ export function createUsageWriter(
 
   async function write(batch: UsageRecord[]): Promise<void> {
     const { grants, committed } = await database.db.transaction(async (tx) => {
-      // The statements do not depend on each other's results: sent together, they share round trips.
-      const steps: Array<Promise<unknown>> = [];
-      if (!opts.synchronousCommit) steps.push(database.query(sql`set local synchronous_commit = off`, tx));
-      steps.push(database.query(insertStatement(batch, currency), tx));
       // One ledger entry per billed request, so a user can match each entry to its request.
       const debits = batch
         .filter((r) => r.userId && r.costMicros > 0n)
@@ -138,7 +132,14 @@ export function createUsageWriter(
           reference: `usage:${r.id}`,
           description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
         }));
-      const [debited] = await Promise.all([billing.debitUsageBatch(tx, debits, holder), ...steps]);
+      // Sent together in this order (one round trip), run by the server in this order: rollup rows,
+      // then wallet rows, then grant rows are locked in the same order by every writer, so
+      // concurrent batches and grant requests cannot deadlock.
+      const steps: Array<Promise<unknown>> = [];
+      if (!opts.synchronousCommit) steps.push(database.prepared('set local synchronous_commit = off', [], tx));
+      steps.push(database.prepared(INSERT_SQL, [JSON.stringify(batch.map(jsonOf)), currency], tx));
+      const debited = billing.debitUsageBatch(tx, debits, holder);
+      await Promise.all([...steps, debited]);
       return debited;
     });
     committed();
@@ -153,7 +154,7 @@ export function createUsageWriter(
     );
   }
 
-  const writer = createBatchWriter<UsageRecord>({ name: 'usage', log: ctx.log, write, setAside, describe: jsonOf, maxBatch: 256, concurrency: 2 });
+  const writer = createBatchWriter<UsageRecord>({ name: 'usage', log: ctx.log, write, setAside, describe: jsonOf, maxBatch: 256, concurrency: 1 });
   return {
     /** Resolves once the row and its debit are committed ('written'), set aside, or given up at shutdown. */
     record: (r: UsageRecord): Promise<RowOutcome> => writer.add(r),

@@ -212,4 +212,24 @@ describe('replicas spending one wallet (binary, postgres)', () => {
       up.reset();
     }, 120_000);
   }
+
+  test("a killed replica's grant expires: another replica then spends the whole wallet", async () => {
+    const start = 200_000n;
+    const { userId, key } = await fundedKey(start);
+    const [a, b] = await Promise.all([serve({ WALLET_GRANT_TTL: '2s' }), serve({ WALLET_GRANT_TTL: '2s' })]);
+    expect(await request(a.url, key, 'dead-0', false)).toBe(200);
+    // Killed while it holds a grant (an idle grant is given back only after a second).
+    await stop(a, 'SIGKILL');
+    const [held] = await db.database.query<{ amount: string }>(sql`select amount_micros::text as amount from wallet_grants where user_id = ${userId}`);
+    expect(BigInt(held!.amount)).toBeGreaterThan(0n);
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => request(b.url, key, `dead-${i + 1}`, false)));
+    expect(await stop(b, 'SIGTERM')).toBe(0);
+    const served = statuses.filter((s) => s === 200).length + 1;
+    expect(statuses.filter((s) => s !== 200 && s !== 402)).toEqual([]);
+    const balance = await balanceOf(userId);
+    expect(balance).toBe(start - BigInt(served) * REQUEST_COST);
+    expect(balance).toBeLessThanOrEqual(0n);
+    expect(balance).toBeGreaterThan(-REQUEST_COST);
+    await expectBooksBalanced();
+  }, 120_000);
 });
