@@ -93,7 +93,9 @@ export function createAdmission(grants: GrantSource, onBalanceChange: (listener:
     // One question per wallet at a time; later askers use its answer.
     while (s.asking) await s.asking.catch(() => {});
     const sentAt = Date.now();
-    const p = grants.request({ userId, holder, needMicros: s.reserved + estimate, extraMicros: estimate * HEADROOM_REQUESTS, margin, ttlMs: grantTtlMs });
+    // Asks for every request waiting on this wallet at once (a burst then needs one round trip, not one per 64).
+    const waiting = BigInt(Math.max(1, s.waiting));
+    const p = grants.request({ userId, holder, needMicros: s.reserved + estimate * waiting, extraMicros: estimate * HEADROOM_REQUESTS, margin, ttlMs: grantTtlMs });
     s.asking = p;
     try {
       const answer = await p;

@@ -99,6 +99,20 @@ describe('usage under faults (postgres)', () => {
     h.up.reset();
   });
 
+  test('a usage commit whose acknowledgement is lost is replayed: every request billed exactly once, the rollups counted once', async () => {
+    const u = await fundedUser(h, 100_000_000n);
+    expect(await ask(u.client, 'hi')).toBe(200);
+    proxy.loseNextCommitAck();
+    const results = await Promise.all(Array.from({ length: 20 }, () => ask(u.client, 'hi')));
+    expect(proxy.lostAcks).toBe(1);
+    expect(results.every((s) => s === 200)).toBe(true);
+    expect(await usageCount(u.user.id)).toBe(21);
+    expect(await u.balance()).toBe(100_000_000n - 21n * 15_000n);
+    const [daily] = await testDb.database.query<{ requests: number }>(sql`select sum(requests)::int as requests from router_usage_daily where user_id = ${u.user.id}`);
+    expect(daily!.requests).toBe(21);
+    await expectBooksBalanced();
+  });
+
   test('PostgreSQL unreachable for a while under load: requests wait for their commit and every answer is billed once it is back', async () => {
     const u = await fundedUser(h, 100_000_000n);
     // Admit once so this process holds a grant: admission then needs no round trip during the outage.
