@@ -60,7 +60,12 @@ const IDLE_GIVE_BACK_MS = 1_000;
 /** While waiting at the margin, how often the database is asked again (other processes give back). */
 const MARGIN_POLL_MS = 100;
 
-export function createAdmission(grants: GrantSource, onBalanceChange: (listener: (userId: string) => void) => Promise<void>, log: Logger, opts: AdmissionOptions) {
+export function createAdmission(
+  grants: GrantSource,
+  onBalanceChange: (listener: (userId: string) => void, resync: () => void) => Promise<void>,
+  log: Logger,
+  opts: AdmissionOptions,
+) {
   const wallets = new Map<string, WalletState>();
   const { holder, grantTtlMs } = opts;
   /** Local grants are used only until this time (ms): a renewal sent at t keeps them until t + ttl − slack. */
@@ -197,11 +202,18 @@ export function createAdmission(grants: GrantSource, onBalanceChange: (listener:
   }, grantTtlMs / 3);
   renewer.unref();
 
-  const ready = onBalanceChange((userId) => {
-    // A top-up (or a debit elsewhere): a request waiting at the margin asks again now.
-    const s = wallets.get(userId);
-    if (s) wake(s);
-  });
+  // Nothing is cached from these notifications (a request not covered by its grant asks the
+  // database, which sees every top-up at once); they only let a request waiting at the margin ask
+  // again now rather than at its next poll.
+  const ready = onBalanceChange(
+    (userId) => {
+      const s = wallets.get(userId);
+      if (s) wake(s);
+    },
+    () => {
+      for (const s of wallets.values()) wake(s);
+    },
+  );
 
   return {
     /** Resolves once balance changes are listened to. */

@@ -16,13 +16,14 @@ import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
-import { createBackendSet } from './router.backends';
+import { type BackendOptions, createBackendSet } from './router.backends';
+import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { routerSettings } from './router.config';
 import { type BackendLease, leaseBackend } from './router.lease';
 import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
 import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countPromptTokens, countText, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, completeOnce, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
@@ -35,7 +36,7 @@ export interface RouterDeps {
       renewAll(holder: string, ttlMs: number): Promise<void>;
       releaseAll(holder: string): Promise<void>;
     };
-    onBalanceChange(listener: (userId: string) => void): Promise<void>;
+    onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
   };
 }
 
@@ -115,7 +116,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const settings = routerSettings(ctx.config);
   const estimates: EstimateSettings = { imageTokens: ctx.config.imageTokens, defaultMaxTokens: ctx.config.admissionDefaultMaxTokens };
   const backends = createBackendSet(settings, ctx.log);
-  for (const [slug, urls] of Object.entries(ctx.config.modelBackends)) for (const url of urls) backends.register(slug, url, { source: 'MODEL_BACKENDS' });
+  for (const [slug, configured] of Object.entries(ctx.config.modelBackends))
+    for (const { url, apiKey } of configured) backends.register(slug, url, { source: 'env', apiKey });
+  const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
   // This process's name in the wallet grants table.
   const holder = newId('proc');
   const admission = createAdmission(deps.billing.grants, deps.billing.onBalanceChange, ctx.log, {
@@ -187,7 +190,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
    * until the caller releases it. When none answers, the failure is committed (a usage row that
    * costs nothing) and thrown.
    */
-  async function call<T>(a: Admitted, streamed: boolean, attempt: (url: string, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
+  async function call<T>(a: Admitted, streamed: boolean, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     try {
       return await failover(a, attempt);
     } catch (err) {
@@ -199,14 +202,14 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     }
   }
 
-  async function failover<T>(a: Admitted, attempt: (url: string, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
+  async function failover<T>(a: Admitted, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     let last: AttemptError | null = null;
     let answered = false;
     for (const candidate of a.plan.candidates) {
       for (const backend of backends.candidates(candidate.slug)) {
         const lease = leaseBackend(backend, a.req.signal);
         try {
-          const result = await attempt(backend.url, candidate.slug, lease.control);
+          const result = await attempt(backend, candidate.slug, lease.control);
           backends.markOk(backend);
           return { served: { candidate, lease }, result };
         } catch (err) {
@@ -266,7 +269,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   async function completeChat(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
     const a = await admit(req);
-    const { served, result: response } = await call(a, false, (url, slug, control) => completeOnce(url, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs));
+    const { served, result: response } = await call(a, false, (upstream, slug, control) => completeOnce(upstream, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs));
     served.lease.release();
     const counts = await completionCounts(req.body, response);
     const costMicros = costOf(served.candidate.price, counts.prompt, counts.completion);
@@ -279,8 +282,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   /** Opens a stream: admission and failover happen here, so an error is thrown before any chunk. */
   async function openStream(req: ChatRequest): Promise<ChatStream> {
     const a = await admit(req);
-    const { served, result: opened } = await call(a, true, (url, slug, control) =>
-      openStreamOnce(url, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
+    const { served, result: opened } = await call(a, true, (upstream, slug, control) =>
+      openStreamOnce(upstream, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
     );
     const { candidate, lease } = served;
     const promptCount = await countPromptTokens(req.body);
@@ -368,8 +371,13 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     openStream,
     streamChat,
     listModels,
-    registerBackend: (slug: string, baseUrl: string, meta?: { source: string }) => backends.register(slug, baseUrl, meta),
+    registerBackend: (slug: string, baseUrl: string, opts?: BackendOptions) => backends.register(slug, baseUrl, opts),
     listBackends: backends.list,
+    /** PUT /api/admin/router/backends: replaces the admin-managed set on every process; answers the whole list. */
+    async replaceBackends(input: BackendInput[]) {
+      await adminBackends.replace(input);
+      return backends.list();
+    },
     /** Probes every backend now (tests; the periodic probe runs on its own). */
     probeBackends: backends.probeAll,
     /** Resolves when every usage row handed to the writer so far has its outcome (tests). */
@@ -383,8 +391,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
      * the hold). Release the lease (served.lease.release()) when the upstream is done.
      */
     metering: { admit, call, commit, priceOf: (slug: string) => deps.pricing.priceOf(slug) },
-    /** Resolves once balance changes are listened to. */
-    ready: () => admission.ready,
+    /** Resolves once balance changes are listened to and the admin-managed backends are loaded and followed. */
+    ready: () => Promise.all([admission.ready, adminBackends.load()]).then(() => {}),
   };
 }
 
