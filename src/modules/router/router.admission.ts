@@ -94,9 +94,8 @@ export function createAdmission(
     for (const fn of w) fn();
   }
 
+  /** One question per wallet at a time: callers check `s.asking` first and use its answer. */
   async function ask(userId: string, s: WalletState, estimate: bigint, margin: boolean): Promise<GrantAnswer> {
-    // One question per wallet at a time; later askers use its answer.
-    while (s.asking) await s.asking.catch(() => {});
     const sentAt = Date.now();
     // Asks for every request waiting on this wallet at once (a burst then needs one round trip, not one per 64).
     const waiting = BigInt(Math.max(1, s.waiting));
@@ -132,13 +131,21 @@ export function createAdmission(
       if (covered(s, estimate)) return take(userId, s, estimate, false);
       let answer: GrantAnswer;
       try {
-        answer = await ask(userId, s, estimate, false);
-        if (covered(s, estimate)) return take(userId, s, estimate, false);
-        if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
-        if (s.inflight === 0 && !s.margin) {
-          answer = await ask(userId, s, estimate, true);
-          if (s.margin && s.grant > 0n && Date.now() < usableUntil) return take(userId, s, estimate, true);
-          if (s.margin) releaseMargin(userId, s);
+        if (s.asking) {
+          // Another request of this wallet is asking (a burst asks once for all): use its answer;
+          // when it does not cover this request, wait like a request at the margin.
+          answer = await s.asking;
+          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+        } else {
+          answer = await ask(userId, s, estimate, false);
+          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+          if (s.inflight === 0 && !s.margin && !s.asking) {
+            answer = await ask(userId, s, estimate, true);
+            if (s.margin && s.grant > 0n && Date.now() < usableUntil) return take(userId, s, estimate, true);
+            if (s.margin) releaseMargin(userId, s);
+          }
         }
       } catch (err) {
         if (err instanceof AppError) throw err;
