@@ -5,7 +5,8 @@
  *
  * `write` must be idempotent (a batch is replayed when the commit's acknowledgement was lost).
  * Failures are told apart by what they say about the rows:
- *  - the database is unreachable or busy (connection errors, SQLSTATE classes 08, 40, 53, 57, 58):
+ *  - the database is unreachable or busy (platform/db's isDatabaseUnreachable, and SQLSTATE
+ *    classes 40, 53, 57, 58: deadlocks, serialization failures, resources, operator intervention):
  *    the batch is retried with backoff, for as long as it takes, or until close()'s deadline;
  *  - anything else is about the rows (an overflowing value, a constraint): the batch is split in
  *    halves and each half written on its own, down to the row at fault, which is set aside
@@ -13,6 +14,7 @@
  * Hand-written: no library of the field batches rows under a caller's await with this split.
  */
 import { rootMessage as reasonOf } from '../errors';
+import { isDatabaseUnreachable } from './unreachable';
 import type { Logger } from '../logger';
 
 /** What happened to a row: committed, set aside as unwritable, or given up at shutdown. */
@@ -38,21 +40,18 @@ interface Pending<T> {
   done(outcome: RowOutcome): void;
 }
 
-const TRANSIENT_CLASSES = new Set(['08', '40', '53', '57', '58']);
+/** SQLSTATE classes of a statement that may well pass when retried: transaction rollback (deadlock, serialization), resources, operator intervention, system errors. */
+const RETRYABLE_CLASSES = new Set(['40', '53', '57', '58']);
 const BACKOFF_MAX_MS = 2_000;
 
 /** True when the error says the database could not be used, not that the rows are wrong. */
 export function isTransient(err: unknown): boolean {
+  if (isDatabaseUnreachable(err)) return true;
   // drizzle wraps the driver's error: the code is on a cause.
-  let e = err as { code?: unknown; cause?: unknown } | null;
-  while (e && typeof e === 'object' && typeof e.code !== 'string' && e.cause) e = e.cause as typeof e;
-  const code = e?.code;
-  if (typeof code !== 'string') return false;
-  if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_CLASSES.has(code.slice(0, 2));
-  // postgres.js and node: CONNECTION_CLOSED, CONNECT_TIMEOUT, ECONNREFUSED, ECONNRESET, ...
-  return true;
+  for (let e = err as { code?: unknown; cause?: unknown } | null, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++)
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return RETRYABLE_CLASSES.has(e.code.slice(0, 2));
+  return false;
 }
-
 
 export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   const maxBatch = opts.maxBatch ?? 256;
@@ -62,6 +61,7 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   let setAsideCount = 0;
   let giveUpAt = Number.POSITIVE_INFINITY;
   /** Rejects at close()'s deadline: a write hung on an unreachable database is not waited for past it. */
+  const deadlineReached = new Error('shutdown deadline reached');
   let reachDeadline: (err: Error) => void = () => {};
   const deadline = new Promise<never>((_, reject) => {
     reachDeadline = reject;
@@ -79,6 +79,7 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
         for (const p of batch) p.done('written');
         return;
       } catch (err) {
+        if (err === deadlineReached) return giveUp(batch, err);
         if (!isTransient(err)) return splitOrSetAside(batch, err);
         if (givingUp()) return giveUp(batch, err);
         if (failures === 0 || failures % 10 === 0) opts.log.warn({ err, rows: batch.length, failures: failures + 1 }, `${opts.name}: database unavailable; retrying`);
@@ -139,7 +140,7 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
     /** Writes what is queued; past `deadlineMs` rows still failing are logged and answered 'unwritten'. */
     async close(deadlineMs: number): Promise<void> {
       giveUpAt = Date.now() + deadlineMs;
-      const timer = setTimeout(() => reachDeadline(Object.assign(new Error('shutdown deadline reached'), { code: 'SHUTDOWN' })), deadlineMs);
+      const timer = setTimeout(() => reachDeadline(deadlineReached), deadlineMs);
       await this.flush();
       clearTimeout(timer);
     },
