@@ -1,7 +1,8 @@
 /**
  * The replica test bed: three `dist/cpd serve` processes on one PostgreSQL database with one
  * SECRET_KEY, behind a round-robin proxy (tests/support/round-robin-proxy.ts). A mixed scenario
- * runs through the proxy, then one replica is killed with SIGKILL in the middle of streams.
+ * runs through the proxy; then every database connection is cut and restored; then one replica is
+ * killed with SIGKILL in the middle of streams.
  * At the end, with the survivors drained by SIGTERM, the database must hold: every wallet's
  * balance equal to the sum of its ledger, one usage row per answered gateway request, and each
  * user charged exactly what their answered requests cost.
@@ -18,6 +19,7 @@ import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from '../suppor
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream';
 import { BACKEND_HEADER, type RoundRobinProxy, startRoundRobinProxy } from '../support/round-robin-proxy';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 const MODEL = 'm1';
@@ -40,15 +42,18 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
   let up: FakeUpstream;
   let replicas: RunningBinary[] = [];
   let lb: RoundRobinProxy;
+  /** Between the replicas and PostgreSQL: cuts every database connection of all three at once. */
+  let pgLink: TcpProxy;
   let adminToken = '';
   const users: User[] = [];
-  /** Every status seen by the clients, through the proxy or directly. */
-  const statuses: number[] = [];
+  /** Every status seen by the clients, through the proxy or directly, and whether the database was being cut then. */
+  const statuses: Array<{ status: number; duringCut: boolean }> = [];
+  let duringCut = false;
 
   const recordingFetch: typeof fetch = Object.assign(
     async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const res = await fetch(input, init);
-      statuses.push(res.status);
+      statuses.push({ status: res.status, duringCut });
       return res;
     },
     { preconnect: fetch.preconnect },
@@ -85,8 +90,11 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
   beforeAll(async () => {
     await ensureBuilt();
     [db, up] = await Promise.all([createTestDatabase('postgres'), startFakeUpstream({ models: [MODEL] })]);
+    const dbUrl = new URL(db.url!);
+    pgLink = await startTcpProxy(Number(dbUrl.port || 5432), dbUrl.hostname);
+    dbUrl.port = String(pgLink.port);
     const env = {
-      DATABASE_URL: db.url!,
+      DATABASE_URL: dbUrl.toString(),
       SECRET_KEY: TEST_SECRET,
       MODEL_BACKENDS: `${MODEL}=${up.url}`,
       TRUST_PROXY: 'true',
@@ -116,6 +124,7 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     lb?.close();
     await Promise.all(replicas.map((r) => r.stop('SIGKILL')));
     await up?.close();
+    await pgLink?.close();
     await db?.drop();
   });
 
@@ -194,10 +203,51 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     }
   });
 
+  test('every database connection cut: all three answer 503 on /healthz and writes, stay up, and recover without a restart', async () => {
+    const user = users[2]!;
+    const direct = async (r: RunningBinary, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${r.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${user.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: await res.json().catch(() => null) };
+    };
+    // A usage row commits before its answer: every answered request is in the database already.
+    expect(await usageRows()).toBe(answeredTotal());
+    duringCut = true;
+    pgLink.cut();
+    try {
+      for (const r of replicas) {
+        await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 503, `/healthz 503 on ${r.url}`);
+        expect(await direct(r, 'POST', '/api/api-keys', { name: 'while cut' })).toEqual({ status: 503, body: { error: 'database unavailable' } });
+      }
+    } finally {
+      pgLink.restore();
+    }
+    for (const r of replicas) await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 200, `/healthz 200 again on ${r.url}`);
+    // No replica died of the cut (a write racing the closed socket once ended the process).
+    for (const r of replicas) expect({ exit: r.proc.exitCode, signal: r.proc.signalCode }).toEqual({ exit: null, signal: null });
+    // Nothing written while cut: the refused key does not exist.
+    expect((await call(lb.url, 'GET', '/api/api-keys', user.token)).body.map((k: { name: string }) => k.name)).not.toContain('while cut');
+
+    // A revocation and a price change made now reach all three without a restart. Each LISTEN
+    // connection comes back on its own reconnect backoff and its replica reloads then (a change
+    // sent while it was away is not lost), so no 1 s bound right after the cut.
+    const [revoked] = user.keys as [User['keys'][number]];
+    for (const r of replicas) expect((await chatJson(r.url, user, revoked.key)).status).toBe(200);
+    expect((await call(lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
+    await setPrice(0.004);
+    for (const r of replicas) {
+      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, 15_000);
+      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.004000', `X-Cost 0.004 on ${r.url} after the cut`, 15_000);
+    }
+    duringCut = false;
+  }, 60_000);
+
   test('kill -9 of one replica mid-stream fails its streams only; nobody pays for them; the others carry on', async () => {
-    // Usage rows are written in batches shortly after each answer; the fault under test is the
-    // streams in flight, so the victim's earlier answers are committed first.
-    await waitFor(async () => (await usageRows()) === answeredTotal(), 'the usage of every answered request committed', 10_000);
+    // Every answer so far, the victim's included, has its usage committed (it commits before the answer).
+    expect(await usageRows()).toBe(answeredTotal());
     up.set({ content: Array.from({ length: 60 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 50 });
     const victim = replicas[1]!;
     const streams = await Promise.all(
@@ -257,6 +307,8 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     for (const user of users) {
       expect(byEmail.find((b) => b.email === user.email)?.balance).toBe(String(micros(TOPUP) - user.chargedMicros));
     }
-    expect(statuses.filter((s) => s >= 500)).toEqual([]);
+    expect(statuses.filter((s) => s.status >= 500 && !s.duringCut)).toEqual([]);
+    // While the database was cut and its pooled connections were being replaced: 503 only.
+    expect(statuses.filter((s) => s.status >= 500 && s.status !== 503)).toEqual([]);
   });
 });
