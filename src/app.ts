@@ -21,6 +21,9 @@ import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
+import { consoleRoutes } from './console';
+
+const API_SPEC_PATH = '/api/docs/json';
 
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
@@ -53,8 +56,10 @@ export async function buildApp(ctx: AppContext) {
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
+        // The UI at /api/docs is the console's (embedded Swagger UI); the plugin only serves the spec.
         path: '/api/docs',
-        specPath: '/api/docs/json',
+        specPath: API_SPEC_PATH,
+        provider: null,
         documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
       }),
     )
@@ -70,6 +75,7 @@ export async function buildApp(ctx: AppContext) {
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
+    .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
   const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
