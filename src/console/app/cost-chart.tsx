@@ -75,7 +75,7 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
         width: Math.min(box.current.clientWidth || 720, 960),
         height: 260,
         scales: { x: { time: true } },
-        axes: [{}, { values: (_, ticks) => ticks.map((v) => `$${v}`) }],
+        axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
         series: [{}, ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } }))],
       },
       [series.days.map((d) => d.getTime() / 1000), ...series.micros.map((row) => row.map((m) => Number(m) / 1_000_000))],

@@ -6,7 +6,7 @@
 
 const SYMBOLS: Record<string, string> = { USD: '$', CNY: '¥' };
 
-/** Exact for any amount the API sends (≤ 6 decimals, |x| < 9e9). */
+/** Exact for any amount the API sends: ≤ 6 decimals and under a billion (15 significant digits, which a double always keeps). */
 export function toMicros(amount: number): bigint {
   const [whole, fraction = ''] = Math.abs(amount).toFixed(6).split('.');
   const micros = BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, '0'));

@@ -1,0 +1,132 @@
+/**
+ * The console in a real browser against dist/cpd (international site, English): a new user signs
+ * up, creates and copies a key, tops up through the sandbox card checkout, sees the balance, makes a
+ * gateway call with the key (the `openai` client, as users do), and finds it in the usage log and
+ * the daily cost chart. Also: the OpenAPI UI at /api/docs loads from this origin alone.
+ * Every page is watched for console errors and requests to other origins.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import OpenAI from 'openai';
+import type { Browser } from 'playwright-core';
+import { launchBrowser, openPage, screenshot } from '../support/browser';
+import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
+import { waitFor } from '../support/wait';
+import { LOGIN_BUDGET_BYTES } from './budget';
+
+let site: ConsoleSite;
+let browser: Browser;
+
+beforeAll(async () => {
+  [site, browser] = await Promise.all([startConsoleSite('intl'), launchBrowser()]);
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await site?.stop();
+});
+
+describe('a new user on the international site', () => {
+  test('signs up, creates a key, tops up by card, calls the gateway, and sees the call in usage and the chart', async () => {
+    const { page, problems } = await openPage(browser, site.url, { permissions: ['clipboard-read', 'clipboard-write'] });
+    const email = 'new-user@example.com';
+
+    await page.goto(`${site.url}/signup`);
+    expect(await page.locator('html').getAttribute('lang')).toBe('en');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await expect(page.getByText('Enter an email address.')).resolves;
+    expect(await page.getByLabel('Email').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('a-good-password');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    await page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    expect(await page.getByTestId('balance').textContent()).toBe('$0.00');
+    await screenshot(page, 'user-1-wallet');
+
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Name').fill('laptop');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('new-key').textContent())!;
+    expect(key).toMatch(/^bfvk-[0-9A-Za-z]{40}$/);
+    await page.getByRole('button', { name: 'Copy key' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
+    await screenshot(page, 'user-2-key');
+
+    await page.getByRole('link', { name: 'Wallet' }).click();
+    await page.getByLabel('Amount (USD)').fill('25.5');
+    await page.getByRole('button', { name: 'Continue to payment' }).click();
+    await page.getByText('Waiting for the payment…').first().waitFor();
+    await screenshot(page, 'user-3-pending');
+    const [checkout] = await Promise.all([page.context().waitForEvent('page'), page.getByRole('link', { name: 'Open the checkout page' }).click()]);
+    await checkout.getByRole('button', { name: /^Pay/ }).click();
+    await page.getByText('Paid: $25.50 credited to your wallet.').waitFor();
+    await page.getByTestId('balance').filter({ hasText: '$25.50' }).waitFor();
+    await screenshot(page, 'user-4-credited');
+
+    const openai = new OpenAI({ apiKey: key, baseURL: `${site.url}/v1` });
+    const completion = await openai.chat.completions.create({ model: CONSOLE_MODEL, messages: [{ role: 'user', content: 'hello' }] });
+    expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    await waitFor(async () => (await site.call('GET', '/v1/router/cost', key)).body.items.length > 0, 'the call in the cost report');
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByTestId('cost-chart').locator('canvas').waitFor();
+    const chartTable = page.locator('table.chart-data');
+    expect(await chartTable.locator('thead th').allTextContents()).toEqual(['Day', CONSOLE_MODEL]);
+    expect(await chartTable.locator('tbody td.num').allTextContents()).toEqual(['$0.00003']);
+    await screenshot(page, 'user-5-usage');
+    const log = page.getByTestId('usage-log');
+    await log.getByRole('cell', { name: CONSOLE_MODEL, exact: true }).waitFor();
+    expect(await log.locator('tbody tr').count()).toBe(1);
+    expect(await log.getByRole('cell', { name: 'laptop', exact: true }).count()).toBe(1);
+    expect(await log.getByRole('cell', { name: '$0.00003', exact: true }).count()).toBe(1);
+
+    await page.getByRole('link', { name: 'Transactions' }).click();
+    await page.getByRole('cell', { name: '-$0.00003' }).waitFor();
+    await page.getByRole('cell', { name: '$25.50' }).waitFor();
+    await page.getByRole('link', { name: 'Wallet' }).click();
+    await page.getByTestId('balance').filter({ hasText: '$25.49997' }).waitFor();
+    await screenshot(page, 'user-6-transactions');
+
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test('a wrong password is shown next to the password field; the login page stays within its budget as served by the binary', async () => {
+    const { page, problems } = await openPage(browser, site.url);
+    await page.goto(`${site.url}/login`);
+    await page.getByLabel('Email or phone').fill('new-user@example.com');
+    await page.getByLabel('Password').fill('not-the-password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    const error = page.getByText('Wrong email, phone or password.');
+    await error.waitFor();
+    expect(await page.getByLabel('Password').getAttribute('aria-describedby')).toBe(await error.getAttribute('id'));
+    await page.keyboard.press('Tab');
+    await screenshot(page, 'user-7-login-error');
+
+    const html = await (await fetch(`${site.url}/login`)).text();
+    let total = 0;
+    for (const [, path] of html.matchAll(/(?:href|src)="(\/assets\/[^"]+)"/g)) {
+      const res = await fetch(site.url + path, { headers: { 'accept-encoding': 'gzip' }, decompress: false } as RequestInit);
+      expect(res.headers.get('content-encoding')).toBe('gzip');
+      total += (await res.arrayBuffer()).byteLength;
+    }
+    expect(total).toBeLessThanOrEqual(LOGIN_BUDGET_BYTES);
+    // The refused login is the one failed request, which chromium reports on its console.
+    expect(problems).toEqual([expect.stringContaining('status of 401')]);
+    await page.context().close();
+  }, 60_000);
+});
+
+describe('/api/docs', () => {
+  test('shows the operations from the embedded Swagger UI, with no request to another origin', async () => {
+    const { page, problems } = await openPage(browser, site.url);
+    await page.goto(`${site.url}/api/docs`);
+    await page.getByText('/api/auth/login', { exact: true }).waitFor();
+    await page.getByText('/v1/chat/completions', { exact: true }).waitFor();
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(40);
+    await screenshot(page, 'api-docs');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
