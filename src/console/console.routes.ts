@@ -56,6 +56,8 @@ export const consoleRoutes = ({ config, resolver, specPath }: ConsoleRoutesDeps)
       },
       hide,
     )
+    // The site has no icon: say so (204) instead of a 404 on every page that does not name one, like the sandbox checkout.
+    .get('/favicon.ico', () => new Response(null, { status: 204, headers: { 'cache-control': 'public, max-age=86400' } }), hide)
     .get('/api/docs', () => new Response(apiDocsDocument(specPath), { headers: HTML_HEADERS }), hide)
     .get('/login', ({ request }) => page(request), hide)
     .get('/signup', ({ request }) => page(request), hide)

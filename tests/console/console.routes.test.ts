@@ -49,6 +49,12 @@ describe('assets', () => {
     expect(total).toBeLessThanOrEqual(LOGIN_BUDGET_BYTES);
   });
 
+  test('/favicon.ico answers 204: the site has no icon, and browsers stop asking for a while', async () => {
+    const res = await t.request('GET', '/favicon.ico');
+    expect(res.status).toBe(204);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=86400');
+  });
+
   test('an unknown asset is 404 {error}', async () => {
     for (const path of ['/assets/console-00000000.js', '/assets/..%2Fpackage.json', '/assets/constructor']) {
       const res = await t.request('GET', path);
