@@ -30,6 +30,11 @@ test-tools:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# A Chinese font, so the console's screenshots of the China site show its text (assertions read the DOM, not pixels).
+	@if ! fc-list :lang=zh family 2>/dev/null | grep -q .; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq fonts-wqy-microhei || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-wqy-microhei; }; \
+	fi
 
 build: dist/cpd
 
