@@ -131,6 +131,19 @@ describe('an operator', () => {
     expect(admin.problems).toEqual([]);
   }, 60_000);
 
+  test('opens every administration page cleanly; the payments page lists the top-up', async () => {
+    const { page } = admin;
+    const pages = [['Users', 'Users'], ['Payments', 'Payments'], ['Pricing', 'Pricing'], ['Backends and runtimes', 'Backends and runtimes'], ['Cost report', 'Cost report'], ['Audit log', 'Audit log']];
+    for (const [link, heading] of pages) {
+      await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: link! }).click();
+      await page.getByRole('heading', { level: 1, name: heading! }).waitFor();
+      await page.waitForLoadState('networkidle');
+      if (link === 'Payments') await page.getByRole('cell', { name: USER.email }).waitFor();
+    }
+    await screenshot(page, 'admin-4-audit');
+    expect(admin.problems).toEqual([]);
+  }, 60_000);
+
   test("disables the user, whose next page load goes to the login page", async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Users' }).click();

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
+import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
@@ -116,6 +117,56 @@ describe('a new user on the international site', () => {
     expect(problems).toEqual([expect.stringContaining('status of 401')]);
     await page.context().close();
   }, 60_000);
+});
+
+describe('an account', () => {
+  test('turns on 2FA from a QR code, keeps its recovery codes, changes its password, and signs in again with the 2FA step; every console page opens cleanly', async () => {
+    const { page, problems } = await openPage(browser, site.url);
+    await page.goto(`${site.url}/signup`);
+    await page.getByLabel('Email').fill('careful@example.com');
+    await page.getByLabel('Password').fill('first-password');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL(`${site.url}/console`);
+
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+    const qr = page.getByRole('img', { name: 'QR code for the authenticator app' });
+    await waitFor(() => qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), 'the 2FA QR code');
+    const secret = (await page.getByTestId('totp-secret').textContent())!;
+    const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
+    await page.getByLabel('Code').fill(await totp.generate({ secret }));
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    const codes = await page.getByTestId('recovery-codes').locator('code').allTextContents();
+    expect(codes.length).toBeGreaterThanOrEqual(8);
+    await page.getByText('Two-factor authentication is on.').waitFor();
+    await screenshot(page, 'account-1-2fa-on');
+
+    await page.getByLabel('Current password').fill('first-password');
+    await page.getByLabel('New password').fill('second-password');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed. Other sessions were signed out.').waitFor();
+    expect(await page.locator('section', { hasText: 'Sessions' }).locator('tbody tr').count()).toBe(1);
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(`${site.url}/login`);
+    await page.goto(`${site.url}/login?next=${encodeURIComponent('/console/account')}`);
+    await page.getByLabel('Email or phone').fill('careful@example.com');
+    await page.getByLabel('Password').fill('second-password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByLabel('Code').fill(codes[0]!);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.waitForURL(`${site.url}/console/account`);
+    await page.getByText('Two-factor authentication is on.').waitFor();
+
+    for (const [link, heading] of [['Wallet', 'Wallet'], ['API keys', 'API keys'], ['Transactions', 'Transactions'], ['Usage', 'Usage'], ['Receipts', 'Receipts'], ['Models', 'Models'], ['Account', 'Account']]) {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link! }).click();
+      await page.getByRole('heading', { level: 1, name: heading! }).waitFor();
+      await page.waitForLoadState('networkidle');
+    }
+    expect(await page.getByRole('navigation', { name: 'Administration' }).count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 90_000);
 });
 
 describe('/api/docs', () => {
