@@ -136,6 +136,7 @@ describe('an account', () => {
     const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
     await page.getByLabel('Code').fill(await totp.generate({ secret }));
     await page.getByRole('button', { name: 'Turn on' }).click();
+    await page.getByTestId('recovery-codes').waitFor();
     const codes = await page.getByTestId('recovery-codes').locator('code').allTextContents();
     expect(codes.length).toBeGreaterThanOrEqual(8);
     await page.getByText('Two-factor authentication is on.').waitFor();
