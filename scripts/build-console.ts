@@ -52,7 +52,8 @@ const entries = {
   console: { js: byEntry.console?.js, css: byEntry.console?.css },
   apiDocs: { js: byEntry['api-docs']?.js, uiJs: swagger['swagger-ui-bundle.js'], uiCss: swagger['swagger-ui.css'] },
 };
-if (!entries.console.js || !entries.console.css || !entries.apiDocs.js) throw new Error(`unexpected build outputs: ${Object.keys(files).join(', ')}`);
+if (!entries.console.js || !entries.console.css || !entries.apiDocs.js)
+  throw new Error(`unexpected build outputs: ${Object.keys(files).join(', ')}`);
 
 await Bun.write(
   OUT,

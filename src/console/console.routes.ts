@@ -32,13 +32,17 @@ export const consoleRoutes = ({ config, resolver, specPath }: ConsoleRoutesDeps)
     );
   const toLogin = (request: Request) => {
     const url = new URL(request.url);
-    return new Response(null, { status: 303, headers: { location: `/login?next=${encodeURIComponent(url.pathname + url.search)}`, 'cache-control': 'no-store' } });
+    return new Response(null, {
+      status: 303,
+      headers: { location: `/login?next=${encodeURIComponent(url.pathname + url.search)}`, 'cache-control': 'no-store' },
+    });
   };
   const consolePage = async (request: Request, admin: boolean) => {
     try {
       await resolveCaller(resolver, request, [admin ? 'admin' : 'session']);
     } catch (e) {
-      if (e instanceof AppError && e.kind === 'forbidden') return new Response(null, { status: 303, headers: { location: '/console', 'cache-control': 'no-store' } });
+      if (e instanceof AppError && e.kind === 'forbidden')
+        return new Response(null, { status: 303, headers: { location: '/console', 'cache-control': 'no-store' } });
       if (e instanceof AppError && e.kind === 'unauthorized') return toLogin(request);
       throw e;
     }
@@ -46,23 +50,25 @@ export const consoleRoutes = ({ config, resolver, specPath }: ConsoleRoutesDeps)
   };
   const hide = { detail: { hide: true } };
 
-  return new Elysia({ name: 'cpd/console' })
-    .get(
-      `${ASSET_PREFIX}:name`,
-      ({ params, request }) => {
-        const response = assetResponse(params.name, request.headers.get('accept-encoding'));
-        if (!response) throw new AppError('not_found', 'no such asset');
-        return response;
-      },
-      hide,
-    )
-    // The site has no icon: say so (204) instead of a 404 on every page that does not name one, like the sandbox checkout.
-    .get('/favicon.ico', () => new Response(null, { status: 204, headers: { 'cache-control': 'public, max-age=86400' } }), hide)
-    .get('/api/docs', () => new Response(apiDocsDocument(specPath), { headers: HTML_HEADERS }), hide)
-    .get('/login', ({ request }) => page(request), hide)
-    .get('/signup', ({ request }) => page(request), hide)
-    .get('/console', ({ request }) => consolePage(request, false), hide)
-    .get('/console/admin', ({ request }) => consolePage(request, true), hide)
-    .get('/console/admin/*', ({ request }) => consolePage(request, true), hide)
-    .get('/console/*', ({ request }) => consolePage(request, false), hide);
+  return (
+    new Elysia({ name: 'cpd/console' })
+      .get(
+        `${ASSET_PREFIX}:name`,
+        ({ params, request }) => {
+          const response = assetResponse(params.name, request.headers.get('accept-encoding'));
+          if (!response) throw new AppError('not_found', 'no such asset');
+          return response;
+        },
+        hide,
+      )
+      // The site has no icon: say so (204) instead of a 404 on every page that does not name one, like the sandbox checkout.
+      .get('/favicon.ico', () => new Response(null, { status: 204, headers: { 'cache-control': 'public, max-age=86400' } }), hide)
+      .get('/api/docs', () => new Response(apiDocsDocument(specPath), { headers: HTML_HEADERS }), hide)
+      .get('/login', ({ request }) => page(request), hide)
+      .get('/signup', ({ request }) => page(request), hide)
+      .get('/console', ({ request }) => consolePage(request, false), hide)
+      .get('/console/admin', ({ request }) => consolePage(request, true), hide)
+      .get('/console/admin/*', ({ request }) => consolePage(request, true), hide)
+      .get('/console/*', ({ request }) => consolePage(request, false), hide)
+  );
 };

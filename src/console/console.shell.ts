@@ -33,7 +33,12 @@ export function chooseLanguage(site: Config['site'], cookieHeader: string | null
     .split(',')
     .map((part, i) => {
       const [tag, ...params] = part.trim().toLowerCase().split(';');
-      const q = Number(params.find((p) => p.trim().startsWith('q='))?.trim().slice(2) ?? 1);
+      const q = Number(
+        params
+          .find((p) => p.trim().startsWith('q='))
+          ?.trim()
+          .slice(2) ?? 1,
+      );
       return { tag: tag ?? '', q: Number.isFinite(q) ? q : 0, i };
     })
     .filter((l) => l.q > 0 && (l.tag.startsWith('en') || l.tag.startsWith('zh')))

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, openPage, screenshot, type WatchedPage } from '../support/browser';
+import { imageLoaded, launchBrowser, openPage, screenshot, type WatchedPage } from '../support/browser';
 import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 
@@ -50,7 +50,7 @@ describe('the China site', () => {
     await page.getByRole('button', { name: '去支付' }).click();
     const qr = page.getByRole('img', { name: '用支付应用扫描的二维码' });
     await qr.waitFor();
-    await waitFor(() => qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), 'the QR image to load');
+    await waitFor(() => imageLoaded(qr), 'the QR image to load');
     await page.getByRole('status').filter({ hasText: '等待支付…' }).waitFor();
     await screenshot(page, 'cn-1-qr-pending');
 
@@ -84,7 +84,7 @@ describe('an operator', () => {
     expect(admin.problems).toEqual([]);
   }, 30_000);
 
-  test('adjusts a user\'s balance with a reason, and the user sees it', async () => {
+  test("adjusts a user's balance with a reason, and the user sees it", async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByLabel('Email or phone contains').fill('yonghu');
@@ -119,8 +119,10 @@ describe('an operator', () => {
     await price.fill('3.5');
     await page.getByRole('form', { name: 'Model prices' }).getByRole('button', { name: 'Save' }).click();
     await page.getByRole('form', { name: 'Model prices' }).getByText('Saved.').waitFor();
-    const pricing = await (await fetch(`${site.url}/api/pricing`)).json();
-    expect(pricing.models).toEqual([expect.objectContaining({ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 3.5, currency: 'CNY' })]);
+    const pricing = (await (await fetch(`${site.url}/api/pricing`)).json()) as { models: unknown[] };
+    expect(pricing.models).toEqual([
+      expect.objectContaining({ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 3.5, currency: 'CNY' }),
+    ]);
 
     await page.getByRole('link', { name: 'Backends and runtimes' }).click();
     await page.getByRole('cell', { name: CONSOLE_MODEL }).waitFor();
@@ -133,7 +135,14 @@ describe('an operator', () => {
 
   test('opens every administration page cleanly; the payments page lists the top-up', async () => {
     const { page } = admin;
-    const pages = [['Users', 'Users'], ['Payments', 'Payments'], ['Pricing', 'Pricing'], ['Backends and runtimes', 'Backends and runtimes'], ['Cost report', 'Cost report'], ['Audit log', 'Audit log']];
+    const pages = [
+      ['Users', 'Users'],
+      ['Payments', 'Payments'],
+      ['Pricing', 'Pricing'],
+      ['Backends and runtimes', 'Backends and runtimes'],
+      ['Cost report', 'Cost report'],
+      ['Audit log', 'Audit log'],
+    ];
     for (const [link, heading] of pages) {
       await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: link! }).click();
       await page.getByRole('heading', { level: 1, name: heading! }).waitFor();
@@ -144,7 +153,7 @@ describe('an operator', () => {
     expect(admin.problems).toEqual([]);
   }, 60_000);
 
-  test("disables the user, whose next page load goes to the login page", async () => {
+  test('disables the user, whose next page load goes to the login page', async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('link', { name: USER.email }).click();

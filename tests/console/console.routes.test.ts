@@ -9,7 +9,6 @@ import { createTestApp, type TestApp } from '../support/app';
 import { makeUser } from '../support/make';
 import { LOGIN_BUDGET_BYTES } from './budget';
 
-
 let t: TestApp;
 beforeAll(async () => {
   t = await createTestApp('postgres');
@@ -117,13 +116,17 @@ describe('language', () => {
 });
 
 describe('/api/docs', () => {
-  test('the OpenAPI UI is this binary\'s Swagger UI, reading the spec from its absolute path', async () => {
+  test("the OpenAPI UI is this binary's Swagger UI, reading the spec from its absolute path", async () => {
     const page = await t.request('GET', '/api/docs');
     expect(page.status).toBe(200);
     expect(page.text).not.toMatch(/https?:\/\//);
     expect(page.text).toContain('data-spec-url="/api/docs/json"');
     const assets = assetsOf(page.text);
-    expect(assets.map((a) => a.replace(/-[a-z0-9]{8,}\./, '-HASH.'))).toEqual(['/assets/swagger-ui-HASH.css', '/assets/swagger-ui-bundle-HASH.js', '/assets/api-docs-HASH.js']);
+    expect(assets.map((a) => a.replace(/-[a-z0-9]{8,}\./, '-HASH.'))).toEqual([
+      '/assets/swagger-ui-HASH.css',
+      '/assets/swagger-ui-bundle-HASH.js',
+      '/assets/api-docs-HASH.js',
+    ]);
     for (const path of assets) expect((await t.request('GET', path)).status).toBe(200);
     const spec = await t.request('GET', '/api/docs/json');
     expect(spec.status).toBe(200);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
-import { launchBrowser, openPage, screenshot } from '../support/browser';
+import { clipboardText, imageLoaded, launchBrowser, openPage, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 import { LOGIN_BUDGET_BYTES } from './budget';
@@ -50,7 +50,7 @@ describe('a new user on the international site', () => {
     expect(key).toMatch(/^bfvk-[0-9A-Za-z]{40}$/);
     await page.getByRole('button', { name: 'Copy key' }).click();
     await page.getByRole('button', { name: 'Copied' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    expect(await clipboardText(page)).toBe(key);
     await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
     await screenshot(page, 'user-2-key');
 
@@ -59,7 +59,10 @@ describe('a new user on the international site', () => {
     await page.getByRole('button', { name: 'Continue to payment' }).click();
     await page.getByText('Waiting for the payment…').first().waitFor();
     await screenshot(page, 'user-3-pending');
-    const [checkout] = await Promise.all([page.context().waitForEvent('page'), page.getByRole('link', { name: 'Open the checkout page' }).click()]);
+    const [checkout] = await Promise.all([
+      page.context().waitForEvent('page'),
+      page.getByRole('link', { name: 'Open the checkout page' }).click(),
+    ]);
     await checkout.getByRole('button', { name: /^Pay/ }).click();
     await page.getByText('Paid: $25.50 credited to your wallet.').waitFor();
     await page.getByTestId('balance').filter({ hasText: '$25.50' }).waitFor();
@@ -80,7 +83,13 @@ describe('a new user on the international site', () => {
     await rows.first().waitFor();
     expect(await rows.count()).toBe(1);
     const [, model, entrypoint, keyName, tokens, cost] = await rows.first().locator('td').allTextContents();
-    expect({ model, entrypoint, keyName, tokens, cost }).toEqual({ model: CONSOLE_MODEL, entrypoint: CONSOLE_MODEL, keyName: 'laptop', tokens: '10 + 5', cost: '$0.00003' });
+    expect({ model, entrypoint, keyName, tokens, cost }).toEqual({
+      model: CONSOLE_MODEL,
+      entrypoint: CONSOLE_MODEL,
+      keyName: 'laptop',
+      tokens: '10 + 5',
+      cost: '$0.00003',
+    });
 
     await page.getByRole('link', { name: 'Transactions' }).click();
     await page.getByRole('cell', { name: '-$0.00003' }).waitFor();
@@ -131,7 +140,7 @@ describe('an account', () => {
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
     const qr = page.getByRole('img', { name: 'QR code for the authenticator app' });
-    await waitFor(() => qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), 'the 2FA QR code');
+    await waitFor(() => imageLoaded(qr), 'the 2FA QR code');
     const secret = (await page.getByTestId('totp-secret').textContent())!;
     const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
     await page.getByLabel('Code').fill(await totp.generate({ secret }));
@@ -159,7 +168,15 @@ describe('an account', () => {
     await page.waitForURL(`${site.url}/console/account`);
     await page.getByText('Two-factor authentication is on.').waitFor();
 
-    for (const [link, heading] of [['Wallet', 'Wallet'], ['API keys', 'API keys'], ['Transactions', 'Transactions'], ['Usage', 'Usage'], ['Receipts', 'Receipts'], ['Models', 'Models'], ['Account', 'Account']]) {
+    for (const [link, heading] of [
+      ['Wallet', 'Wallet'],
+      ['API keys', 'API keys'],
+      ['Transactions', 'Transactions'],
+      ['Usage', 'Usage'],
+      ['Receipts', 'Receipts'],
+      ['Models', 'Models'],
+      ['Account', 'Account'],
+    ]) {
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link! }).click();
       await page.getByRole('heading', { level: 1, name: heading! }).waitFor();
       await page.waitForLoadState('networkidle');

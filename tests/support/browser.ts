@@ -13,7 +13,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, chromium, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 const RESULTS = resolve(import.meta.dir, '../../test-results/console');
@@ -23,7 +23,16 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -39,7 +48,8 @@ export async function openPage(browser: Browser, origin: string, options: Browse
   const expected = new URL(origin).origin;
   context.on('request', (request) => {
     const url = request.url();
-    if (!url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== expected) problems.push(`request to another origin: ${url}`);
+    if (!url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== expected)
+      problems.push(`request to another origin: ${url}`);
   });
   context.on('page', (page) => watch(page, problems));
   const page = await context.newPage();
@@ -58,3 +68,13 @@ export async function screenshot(page: Page, name: string) {
   mkdirSync(RESULTS, { recursive: true });
   await page.screenshot({ path: join(RESULTS, `${name}.png`), fullPage: true });
 }
+
+/** True once an <img> has loaded a picture (runs in the page; typed here without the DOM library). */
+export const imageLoaded = (image: Locator) =>
+  image.evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth > 0);
+
+/** What the page's clipboard holds (the context needs the clipboard-read permission). */
+export const clipboardText = (page: Page) =>
+  page.evaluate(() =>
+    (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText(),
+  );

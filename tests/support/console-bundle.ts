@@ -5,5 +5,7 @@
  */
 import { resolve } from 'node:path';
 
-const made = Bun.spawnSync(['make', '--no-print-directory', '-s', 'console', `BUN=${process.execPath}`], { cwd: resolve(import.meta.dir, '../..') });
+const made = Bun.spawnSync(['make', '--no-print-directory', '-s', 'console', `BUN=${process.execPath}`], {
+  cwd: resolve(import.meta.dir, '../..'),
+});
 if (made.exitCode !== 0) throw new Error(`make console failed:\n${made.stdout.toString()}${made.stderr.toString()}`);

@@ -27,9 +27,18 @@ export async function startConsoleSite(site: 'intl' | 'cn', env: Record<string, 
   const db = await createEmptyPostgresDatabase();
   const upstream = await startFakeUpstream({ models: [CONSOLE_MODEL] });
   const port = await freeLoopbackPort();
-  const siteEnv = { DATABASE_URL: db.url, SITE: site, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, MODEL_BACKENDS: `${CONSOLE_MODEL}=${upstream.url}`, ...env };
+  const siteEnv = {
+    DATABASE_URL: db.url,
+    SITE: site,
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    MODEL_BACKENDS: `${CONSOLE_MODEL}=${upstream.url}`,
+    ...env,
+  };
   const cpd = await startBinary({ env: siteEnv });
-  const made = Bun.spawnSync([await ensureBuilt(), 'users', 'create', '--email', ADMIN.email, '--password', ADMIN.password, '--admin'], { env: { ...baseEnv(), ...siteEnv } });
+  const made = Bun.spawnSync([await ensureBuilt(), 'users', 'create', '--email', ADMIN.email, '--password', ADMIN.password, '--admin'], {
+    env: { ...baseEnv(), ...siteEnv },
+  });
   if (made.exitCode !== 0) throw new Error(`cpd users create failed: ${made.stderr.toString()}`);
 
   async function call<T>(method: string, path: string, token: string, body?: unknown) {
@@ -41,10 +50,16 @@ export async function startConsoleSite(site: 'intl' | 'cn', env: Record<string, 
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
   }
-  const login = await fetch(`${cpd.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: ADMIN.email, password: ADMIN.password }) });
+  const login = await fetch(`${cpd.url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ identifier: ADMIN.email, password: ADMIN.password }),
+  });
   const { token: adminToken } = (await login.json()) as { token: string };
   // 10 prompt + 5 completion tokens from the fake upstream at 2 per million: 0.00003 a call.
-  const priced = await call('PUT', '/api/admin/billing/pricing/models', adminToken, { models: [{ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 2 }] });
+  const priced = await call('PUT', '/api/admin/billing/pricing/models', adminToken, {
+    models: [{ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 2 }],
+  });
   if (priced.status !== 200) throw new Error(`pricing failed: ${JSON.stringify(priced.body)}`);
 
   return {

@@ -24,7 +24,8 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
   const data = await res.json().catch(() => null);
   if (!res.ok) {
     // A session that ended (logout elsewhere, disabled account) sends a console page back to sign-in.
-    if (res.status === 401 && location.pathname.startsWith('/console')) location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+    if (res.status === 401 && location.pathname.startsWith('/console'))
+      location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
     throw new ApiError(res.status, typeof data?.error === 'string' ? data.error : res.statusText);
   }
   return data as T;

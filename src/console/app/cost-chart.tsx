@@ -34,7 +34,12 @@ export function localDays(from: string, to: string): Date[] {
   const [fy, fm, fd] = from.split('-').map(Number);
   const [ty, tm, td] = to.split('-').map(Number);
   const days: Date[] = [];
-  for (let d = new Date(fy!, fm! - 1, fd!); d <= new Date(ty!, tm! - 1, td!) && days.length < 92; d = new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1)) days.push(d);
+  for (
+    let d = new Date(fy!, fm! - 1, fd!);
+    d <= new Date(ty!, tm! - 1, td!) && days.length < 92;
+    d = new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1)
+  )
+    days.push(d);
   return days;
 }
 
@@ -42,11 +47,15 @@ async function loadSeries(days: Date[], groupBy: GroupBy, only?: string): Promis
   const reports = await Promise.all(
     days.map((day) => {
       const next = new Date(day.getFullYear(), day.getMonth(), day.getDate() + 1);
-      return get<{ items: CostRow[] }>(withQuery('/v1/router/cost', { from: day.toISOString(), to: next.toISOString(), group_by: groupBy }));
+      return get<{ items: CostRow[] }>(
+        withQuery('/v1/router/cost', { from: day.toISOString(), to: next.toISOString(), group_by: groupBy }),
+      );
     }),
   );
   const groups = [...new Set(reports.flatMap((r) => r.items.map((row) => row[groupBy] ?? '')))].filter((g) => !only || g === only).sort();
-  const micros = groups.map((g) => reports.map((r) => r.items.filter((row) => row[groupBy] === g).reduce((sum, row) => sum + toMicros(row.cost_usd), 0n)));
+  const micros = groups.map((g) =>
+    reports.map((r) => r.items.filter((row) => row[groupBy] === g).reduce((sum, row) => sum + toMicros(row.cost_usd), 0n)),
+  );
   return { days, groups, micros };
 }
 
@@ -76,7 +85,10 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
         height: 260,
         scales: { x: { time: true } },
         axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
-        series: [{}, ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } }))],
+        series: [
+          {},
+          ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } })),
+        ],
       },
       [series.days.map((d) => d.getTime() / 1000), ...series.micros.map((row) => row.map((m) => Number(m) / 1_000_000))],
       box.current,
@@ -84,7 +96,12 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
     return () => plot.destroy();
   }, [series]);
 
-  if (error) return <p class="error" role="alert">{error}</p>;
+  if (error)
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
   if (!series) return <p aria-busy="true">{t('loading')}</p>;
   return (
     <figure class="chart">

@@ -18,7 +18,10 @@ export function formatMicros(micros: bigint, currency: string): string {
   const negative = micros < 0n;
   const abs = negative ? -micros : micros;
   const whole = (abs / 1_000_000n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const fraction = (abs % 1_000_000n).toString().padStart(6, '0').replace(/0{1,4}$/, '');
+  const fraction = (abs % 1_000_000n)
+    .toString()
+    .padStart(6, '0')
+    .replace(/0{1,4}$/, '');
   return `${negative ? '-' : ''}${SYMBOLS[currency] ?? `${currency} `}${whole}.${fraction.padEnd(2, '0')}`;
 }
 

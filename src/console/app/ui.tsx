@@ -13,7 +13,11 @@ export interface Loaded<T> {
 
 /** GETs `path` (again whenever it changes or on reload); null path waits. */
 export function useGet<T>(path: string | null): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({ data: null, error: null, loading: path !== null });
+  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: path !== null,
+  });
   const [round, setRound] = useState(0);
   useEffect(() => {
     if (path === null) return;
@@ -35,7 +39,12 @@ export const errorText = (e: unknown) => (e instanceof ApiError || e instanceof 
 
 /** Shows loading, an error, or the children built from the data. */
 export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ComponentChildren }) {
-  if (loaded.error) return <p class="error" role="alert">{loaded.error}</p>;
+  if (loaded.error)
+    return (
+      <p class="error" role="alert">
+        {loaded.error}
+      </p>
+    );
   if (loaded.data === null) return <p aria-busy="true">{t('loading')}</p>;
   return <>{children(loaded.data)}</>;
 }
@@ -158,4 +167,3 @@ export function LanguageSwitch() {
     </label>
   );
 }
-

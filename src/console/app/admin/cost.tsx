@@ -16,7 +16,9 @@ export function AdminCost() {
     to: dateInput(today),
     groupBy: 'model',
   });
-  const report = useGet<{ items: CostRow[] }>(withQuery('/v1/router/cost', { ...rangeQuery(filters.from, filters.to), group_by: filters.groupBy }));
+  const report = useGet<{ items: CostRow[] }>(
+    withQuery('/v1/router/cost', { ...rangeQuery(filters.from, filters.to), group_by: filters.groupBy }),
+  );
   return (
     <Page title={t('nav.admin.cost')}>
       <form

@@ -55,7 +55,9 @@ export function AdminHealth() {
                       <code>{b.url}</code>
                     </td>
                     <td>{b.source}</td>
-                    <td class={b.healthy ? 'ok' : 'bad'}>{b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}</td>
+                    <td class={b.healthy ? 'ok' : 'bad'}>
+                      {b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}
+                    </td>
                     <td class="num">{b.inflight}</td>
                     <td>{formatTime(b.last_probe_at)}</td>
                     <td>{b.last_error ?? '—'}</td>

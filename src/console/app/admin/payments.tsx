@@ -22,7 +22,9 @@ interface AdminPayment {
 export function AdminPayments() {
   const [filters, setFilters] = useState({ status: '', provider: '', user_id: '' });
   const { cursor, reset, Pager } = useCursor();
-  const page = useGet<{ payments: AdminPayment[]; next_cursor: string | null }>(withQuery('/api/admin/payments', { ...filters, limit: 50, cursor }));
+  const page = useGet<{ payments: AdminPayment[]; next_cursor: string | null }>(
+    withQuery('/api/admin/payments', { ...filters, limit: 50, cursor }),
+  );
   const [error, setError] = useState<string | null>(null);
 
   async function reconcile(p: AdminPayment) {
@@ -43,20 +45,31 @@ export function AdminPayments() {
           e.preventDefault();
           const f = new FormData(e.currentTarget);
           reset();
-          setFilters({ status: String(f.get('status') ?? ''), provider: String(f.get('provider') ?? '').trim(), user_id: String(f.get('user_id') ?? '').trim() });
+          setFilters({
+            status: String(f.get('status') ?? ''),
+            provider: String(f.get('provider') ?? '').trim(),
+            user_id: String(f.get('user_id') ?? '').trim(),
+          });
         }}
       >
         <Select
           label={t('status')}
           name="status"
           value={filters.status}
-          options={[['', t('admin.any')], ...(['pending', 'paid', 'failed', 'expired'] as const).map((s): [string, string] => [s, t(`payment.${s}`)])]}
+          options={[
+            ['', t('admin.any')],
+            ...(['pending', 'paid', 'failed', 'expired'] as const).map((s): [string, string] => [s, t(`payment.${s}`)]),
+          ]}
         />
         <Field label={t('wallet.provider')} name="provider" value={filters.provider} />
         <Field label={t('admin.userId')} name="user_id" value={filters.user_id} />
         <button type="submit">{t('apply')}</button>
       </form>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       <Show loaded={page}>
         {({ payments, next_cursor }) => (
           <>

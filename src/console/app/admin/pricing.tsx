@@ -16,7 +16,17 @@ interface GpuPrice {
 type Row = Record<string, string>;
 
 /** Each price is kept as the typed text and sent as a number; the server refuses more than 6 decimals. */
-function PriceTable({ title, columns, rows: initial, save }: { title: string; columns: Array<{ key: string; label: string; options?: string[] }>; rows: Row[]; save: (rows: Row[]) => Promise<void> }) {
+function PriceTable({
+  title,
+  columns,
+  rows: initial,
+  save,
+}: {
+  title: string;
+  columns: Array<{ key: string; label: string; options?: string[] }>;
+  rows: Row[];
+  save: (rows: Row[]) => Promise<void>;
+}) {
   const [rows, setRows] = useState(initial);
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
@@ -106,7 +116,11 @@ export function AdminPricing() {
                 { key: 'price', label: price },
               ]}
               rows={p.models.map((m) => ({ slug: m.slug, unit: m.unit, price: String(m.price) }))}
-              save={(rows) => api('PUT', '/api/admin/billing/pricing/models', { models: rows.map((r) => ({ slug: r.slug!.trim(), unit: r.unit, price: Number(r.price) })) })}
+              save={(rows) =>
+                api('PUT', '/api/admin/billing/pricing/models', {
+                  models: rows.map((r) => ({ slug: r.slug!.trim(), unit: r.unit, price: Number(r.price) })),
+                })
+              }
             />
             <PriceTable
               title={t('admin.gpuPrices')}
@@ -115,7 +129,11 @@ export function AdminPricing() {
                 { key: 'hourly_price', label: t('admin.hourly', { currency }) },
               ]}
               rows={p.gpus.map((g) => ({ name: g.name, hourly_price: String(g.hourly_price) }))}
-              save={(rows) => api('PUT', '/api/admin/billing/pricing/gpus', { gpus: rows.map((r) => ({ name: r.name!.trim(), hourly_price: Number(r.hourly_price) })) })}
+              save={(rows) =>
+                api('PUT', '/api/admin/billing/pricing/gpus', {
+                  gpus: rows.map((r) => ({ name: r.name!.trim(), hourly_price: Number(r.hourly_price) })),
+                })
+              }
             />
           </>
         )}

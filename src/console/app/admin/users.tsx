@@ -125,7 +125,11 @@ export function AdminUser({ id }: { id: string }) {
               </button>
             </p>
             {note && <Status>{note}</Status>}
-            {error && <p class="error" role="alert">{error}</p>}
+            {error && (
+              <p class="error" role="alert">
+                {error}
+              </p>
+            )}
             <Adjustment userId={id} onDone={user.reload} />
             <SetPassword userId={id} />
           </>
@@ -144,7 +148,10 @@ function Adjustment({ userId, onDone }: { userId: string; onDone: () => void }) 
     const data = new FormData(form);
     const micros = parseAmount(String(data.get('amount') ?? ''), 6, true);
     const reason = String(data.get('reason') ?? '').trim();
-    const found = { amount: micros === null || micros === 0n ? t('admin.badAdjustment') : undefined, reason: reason && reason.length <= 500 ? undefined : t('required') };
+    const found = {
+      amount: micros === null || micros === 0n ? t('admin.badAdjustment') : undefined,
+      reason: reason && reason.length <= 500 ? undefined : t('required'),
+    };
     setErrors(found);
     if (found.amount || found.reason || micros === null) return;
     try {
@@ -160,7 +167,13 @@ function Adjustment({ userId, onDone }: { userId: string; onDone: () => void }) 
   return (
     <form onSubmit={submit} noValidate aria-labelledby="adjust-heading">
       <h2 id="adjust-heading">{t('admin.adjust')}</h2>
-      <Field label={t('admin.adjustAmount', { currency })} name="amount" inputMode="decimal" hint={t('admin.adjustHint')} error={errors.amount} />
+      <Field
+        label={t('admin.adjustAmount', { currency })}
+        name="amount"
+        inputMode="decimal"
+        hint={t('admin.adjustHint')}
+        error={errors.amount}
+      />
       <Field label={t('admin.reason')} name="reason" maxLength={500} error={errors.reason} />
       <label class="check">
         <input type="checkbox" name="allow_negative" /> {t('admin.allowNegative')}

@@ -30,7 +30,10 @@ function PasswordChange() {
     const data = new FormData(form);
     const current = String(data.get('current_password') ?? '');
     const next = String(data.get('new_password') ?? '');
-    const found = { current: current ? undefined : t('required'), next: next.length >= 8 && next.length <= 128 ? undefined : t('signup.badPassword') };
+    const found = {
+      current: current ? undefined : t('required'),
+      next: next.length >= 8 && next.length <= 128 ? undefined : t('signup.badPassword'),
+    };
     setErrors(found);
     setDone(false);
     if (found.current || found.next) return;
@@ -45,8 +48,21 @@ function PasswordChange() {
   return (
     <form onSubmit={submit} noValidate aria-labelledby="password-heading">
       <h2 id="password-heading">{t('account.password')}</h2>
-      <Field label={t('account.currentPassword')} name="current_password" type="password" autocomplete="current-password" error={errors.current} />
-      <Field label={t('account.newPassword')} name="new_password" type="password" autocomplete="new-password" hint={t('signup.passwordHint')} error={errors.next} />
+      <Field
+        label={t('account.currentPassword')}
+        name="current_password"
+        type="password"
+        autocomplete="current-password"
+        error={errors.current}
+      />
+      <Field
+        label={t('account.newPassword')}
+        name="new_password"
+        type="password"
+        autocomplete="new-password"
+        hint={t('signup.passwordHint')}
+        error={errors.next}
+      />
       <button type="submit">{t('account.changePassword')}</button>
       {done && <Status>{t('account.passwordChanged')}</Status>}
     </form>

@@ -26,7 +26,8 @@ interface ApiKey {
 function limitsOf(key: ApiKey): string {
   const parts: string[] = [];
   if (key.models?.length) parts.push(key.models.join(', '));
-  if (key.spend_limit != null) parts.push(`${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${key.spend_period ?? ''}`);
+  if (key.spend_limit != null)
+    parts.push(`${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${key.spend_period ?? ''}`);
   if (key.rpm != null) parts.push(t('keys.rpm', { rpm: key.rpm }));
   if (key.expires_at) parts.push(t('keys.expires', { time: formatTime(key.expires_at) }));
   return parts.join(' · ') || '—';

@@ -87,7 +87,11 @@ function Invoices() {
     if (!title) return setErrors({ title: t('required') });
     setErrors({});
     try {
-      await api('POST', '/api/billing/invoices', { payment_id: String(form.get('payment_id')), title, ...(taxId ? { tax_id: taxId } : {}) });
+      await api('POST', '/api/billing/invoices', {
+        payment_id: String(form.get('payment_id')),
+        title,
+        ...(taxId ? { tax_id: taxId } : {}),
+      });
       setDone(true);
       invoices.reload();
     } catch (err) {
@@ -102,7 +106,11 @@ function Invoices() {
       {open.length > 0 && (
         <form onSubmit={request} noValidate>
           <h2>{t('docs.request')}</h2>
-          <Select label={t('docs.payment')} name="payment_id" options={open.map((p) => [p.id, `${formatMoney(p.amount, p.currency)} · ${formatTime(p.paid_at)}`])} />
+          <Select
+            label={t('docs.payment')}
+            name="payment_id"
+            options={open.map((p) => [p.id, `${formatMoney(p.amount, p.currency)} · ${formatTime(p.paid_at)}`])}
+          />
           <Field label={t('docs.title')} name="title" maxLength={200} error={errors.title} />
           <Field label={t('docs.taxId')} name="tax_id" maxLength={32} error={errors.tax_id} />
           <button type="submit">{t('docs.requestSubmit')}</button>

@@ -17,7 +17,8 @@ interface Model {
   description: string;
 }
 
-const size = (bytes: number) => (bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.ceil(bytes / 1e3)} KB`);
+const size = (bytes: number) =>
+  bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.ceil(bytes / 1e3)} KB`;
 
 export function Models() {
   const models = useGet<Model[]>('/api/models');
@@ -51,7 +52,12 @@ export function Models() {
                     <td class="num">{size(m.size_bytes)}</td>
                     <td class="actions">
                       {m.quants.map((quant) => (
-                        <a class="button" href={withQuery(`/api/models/${encodeURIComponent(m.slug)}/download`, { quant, sdk: m.sdk })} download aria-label={`${t('models.download')} ${m.slug} ${quant}`}>
+                        <a
+                          class="button"
+                          href={withQuery(`/api/models/${encodeURIComponent(m.slug)}/download`, { quant, sdk: m.sdk })}
+                          download
+                          aria-label={`${t('models.download')} ${m.slug} ${quant}`}
+                        >
                           {quant}
                         </a>
                       ))}

@@ -114,7 +114,14 @@ export function Signup() {
       <Page title={t('signup.title')}>
         <form onSubmit={submit} noValidate>
           <Field label={t('email')} name="email" type="email" autocomplete="email" error={errors.email} />
-          <Field label={t('password')} name="password" type="password" autocomplete="new-password" hint={t('signup.passwordHint')} error={errors.password} />
+          <Field
+            label={t('password')}
+            name="password"
+            type="password"
+            autocomplete="new-password"
+            hint={t('signup.passwordHint')}
+            error={errors.password}
+          />
           <button type="submit" disabled={busy}>
             {t('signup.submit')}
           </button>

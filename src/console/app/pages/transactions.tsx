@@ -15,7 +15,9 @@ interface Transaction {
 
 export function Transactions() {
   const { cursor, Pager } = useCursor();
-  const page = useGet<{ transactions: Transaction[]; next_cursor: string | null }>(withQuery('/api/billing/transactions', { limit: 50, cursor }));
+  const page = useGet<{ transactions: Transaction[]; next_cursor: string | null }>(
+    withQuery('/api/billing/transactions', { limit: 50, cursor }),
+  );
   return (
     <Page title={t('nav.transactions')}>
       <Show loaded={page}>

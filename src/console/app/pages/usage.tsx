@@ -25,7 +25,8 @@ interface UsageRow {
 }
 
 /** YYYY-MM-DD of a local date, as <input type=date> takes it. */
-export const dateInput = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+export const dateInput = (d: Date) =>
+  `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 
 /** The range's local start and end (end: the midnight after `to`) as ISO instants. */
 export function rangeQuery(from: string, to: string) {
@@ -36,18 +37,30 @@ export function rangeQuery(from: string, to: string) {
 
 export function Usage() {
   const today = new Date();
-  const [filters, setFilters] = useState({ from: dateInput(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 6)), to: dateInput(today), model: '', key_id: '' });
+  const [filters, setFilters] = useState({
+    from: dateInput(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 6)),
+    to: dateInput(today),
+    model: '',
+    key_id: '',
+  });
   const { cursor, reset, Pager } = useCursor();
   const keys = useGet<Array<{ id: string; name: string }>>('/api/api-keys');
   const range = rangeQuery(filters.from, filters.to);
-  const page = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(withQuery('/api/usage', { ...range, model: filters.model, key_id: filters.key_id, limit: 50, cursor }));
+  const page = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(
+    withQuery('/api/usage', { ...range, model: filters.model, key_id: filters.key_id, limit: 50, cursor }),
+  );
   const keyName = (id: string | null) => keys.data?.find((k) => k.id === id)?.name ?? (id ? id : '—');
 
   function apply(e: Event) {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
     reset();
-    setFilters({ from: String(form.get('from')), to: String(form.get('to')), model: String(form.get('model') ?? '').trim(), key_id: String(form.get('key_id') ?? '') });
+    setFilters({
+      from: String(form.get('from')),
+      to: String(form.get('to')),
+      model: String(form.get('model') ?? '').trim(),
+      key_id: String(form.get('key_id') ?? ''),
+    });
   }
 
   return (
@@ -56,7 +69,12 @@ export function Usage() {
         <Field label={t('from')} name="from" type="date" value={filters.from} required />
         <Field label={t('to')} name="to" type="date" value={filters.to} required />
         <Field label={t('model')} name="model" value={filters.model} />
-        <Select label={t('usage.key')} name="key_id" value={filters.key_id} options={[['', t('usage.allKeys')], ...(keys.data ?? []).map((k): [string, string] => [k.id, k.name])]} />
+        <Select
+          label={t('usage.key')}
+          name="key_id"
+          value={filters.key_id}
+          options={[['', t('usage.allKeys')], ...(keys.data ?? []).map((k): [string, string] => [k.id, k.name])]}
+        />
         <button type="submit">{t('apply')}</button>
         <a class="button" href={withQuery('/api/usage/export.csv', range)} download>
           {t('usage.csv')}

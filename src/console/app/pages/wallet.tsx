@@ -121,8 +121,14 @@ function PendingPayment({ payment, onCredited }: { payment: Payment; onCredited:
     return () => clearTimeout(timer);
   }, [current]);
 
-  if (current.status === 'paid') return <Status>{t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}</Status>;
-  if (current.status !== 'pending') return <p class="error" role="alert">{t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}</p>;
+  if (current.status === 'paid')
+    return <Status>{t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}</Status>;
+  if (current.status !== 'pending')
+    return (
+      <p class="error" role="alert">
+        {t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}
+      </p>
+    );
   return (
     <div class="pending">
       {payment.redirect_url && (
