@@ -20,7 +20,10 @@ const built = await Bun.build({
   format: 'esm',
   minify: true,
   sourcemap: 'none',
-  naming: '[name]-[hash].[ext]',
+  // Libraries only some pages use (uPlot, the QR encoder) are imported with import() and become
+  // chunks, fetched when first used: the login page loads the entry file alone.
+  splitting: true,
+  naming: { entry: '[name]-[hash].[ext]', chunk: 'chunk-[hash].[ext]', asset: '[name]-[hash].[ext]' },
   define: { 'process.env.NODE_ENV': '"production"' },
 });
 if (!built.success) {

@@ -2,11 +2,11 @@
  * Daily cost by model (or user, or entrypoint) over a range of days in the browser's time zone,
  * from the router cost report (GET /v1/router/cost, USD): one report per local day, so each point
  * is exact for that day. Drawn with uPlot; the same numbers are listed in a table for screen
- * readers and for anyone who wants the figures.
+ * readers and for anyone who wants the figures. uPlot's code is a separate chunk, loaded when a
+ * chart is first drawn, so the login page does not carry it.
  */
 import 'uplot/dist/uPlot.min.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
 import { get, withQuery } from './api';
 import { formatDay, t } from './locale';
 import { formatMicros, toMicros } from './money';
@@ -78,22 +78,34 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
   }, [key]);
 
   useEffect(() => {
-    if (!series || !box.current || series.groups.length === 0) return;
-    const plot = new uPlot(
-      {
-        width: Math.min(box.current.clientWidth || 720, 960),
-        height: 260,
-        scales: { x: { time: true } },
-        axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
-        series: [
-          {},
-          ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } })),
-        ],
+    const target = box.current;
+    if (!series || !target || series.groups.length === 0) return;
+    let plot: { destroy(): void } | null = null;
+    let live = true;
+    import('uplot').then(
+      ({ default: uPlot }) => {
+        if (!live) return;
+        plot = new uPlot(
+          {
+            width: Math.min(target.clientWidth || 720, 960),
+            height: 260,
+            scales: { x: { time: true } },
+            axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
+            series: [
+              {},
+              ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } })),
+            ],
+          },
+          [series.days.map((d) => d.getTime() / 1000), ...series.micros.map((row) => row.map((m) => Number(m) / 1_000_000))],
+          target,
+        );
       },
-      [series.days.map((d) => d.getTime() / 1000), ...series.micros.map((row) => row.map((m) => Number(m) / 1_000_000))],
-      box.current,
+      (e) => live && setError(errorText(e)),
     );
-    return () => plot.destroy();
+    return () => {
+      live = false;
+      plot?.destroy();
+    };
   }, [series]);
 
   if (error)

@@ -1,5 +1,4 @@
 /** Account: password change, two-factor enrolment (QR code, recovery codes shown once), sessions. */
-import qrcode from 'qrcode-generator';
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { useMe } from '../console';
@@ -69,7 +68,9 @@ function PasswordChange() {
   );
 }
 
-function qrDataUrl(text: string): string {
+/** The QR code as an image URL; its library is a separate chunk, loaded only when someone enrols. */
+async function qrDataUrl(text: string): Promise<string> {
+  const { default: qrcode } = await import('qrcode-generator');
   const qr = qrcode(0, 'M');
   qr.addData(text);
   qr.make();
@@ -78,14 +79,15 @@ function qrDataUrl(text: string): string {
 
 function TwoFactor({ enabled: initially }: { enabled: boolean }) {
   const [enabled, setEnabled] = useState(initially);
-  const [setup, setSetup] = useState<{ secret: string; otpauth_url: string } | null>(null);
+  const [setup, setSetup] = useState<{ secret: string; otpauth_url: string; qr: string } | null>(null);
   const [codes, setCodes] = useState<string[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   async function start() {
     setError(null);
     try {
-      setSetup(await api('POST', '/api/auth/2fa/setup'));
+      const started = await api<{ secret: string; otpauth_url: string }>('POST', '/api/auth/2fa/setup');
+      setSetup({ ...started, qr: await qrDataUrl(started.otpauth_url) });
     } catch (err) {
       setError(errorText(err));
     }
@@ -129,7 +131,7 @@ function TwoFactor({ enabled: initially }: { enabled: boolean }) {
       ) : setup ? (
         <form onSubmit={(e) => confirm(e, '/api/auth/2fa/enable')} noValidate>
           <p>{t('account.scan')}</p>
-          <img src={qrDataUrl(setup.otpauth_url)} alt={t('account.qrAlt')} width={196} height={196} />
+          <img src={setup.qr} alt={t('account.qrAlt')} width={196} height={196} />
           <p>
             {t('account.secret')} <code data-testid="totp-secret">{setup.secret}</code>
           </p>
