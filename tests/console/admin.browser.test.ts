@@ -2,7 +2,8 @@
  * The console in a real browser against dist/cpd on the China site: a user's pages in Chinese
  * (the wallet QR top-up included), the language switch, and an operator (whose browser prefers
  * English) adjusting that user's balance, editing prices and disabling the account.
- * Every page is watched for console errors and requests to other origins.
+ * Every page is watched for console errors and requests to other origins. The tests are the steps
+ * of one story (the operator acts on the user signed up first) and run in the order written.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
@@ -62,11 +63,23 @@ describe('the China site', () => {
     await page.getByText('支付成功：¥10.00 已存入钱包。').waitFor();
     await page.getByTestId('balance').filter({ hasText: '¥10.00' }).waitFor();
     await screenshot(page, 'cn-2-credited');
+
+    await page.getByRole('link', { name: '发票' }).click();
+    await page.getByLabel('发票抬头').fill('示例科技有限公司');
+    await page.getByLabel('税号（可选）').fill('91310000MA1K000000');
+    await page.getByRole('button', { name: '申请发票' }).click();
+    await page.getByRole('cell', { name: '示例科技有限公司' }).waitFor();
+    const invoice = await page.request.get(site.url + (await page.getByRole('link', { name: '下载' }).getAttribute('href'))!);
+    expect(invoice.status()).toBe(200);
+    expect(await invoice.text()).toContain('示例科技有限公司');
+    await screenshot(page, 'cn-2b-invoice');
     expect(user.problems).toEqual([]);
   }, 60_000);
 
   test('the switch turns the console to English and back', async () => {
     const { page } = user;
+    await page.getByRole('link', { name: '钱包' }).click();
+    await page.getByRole('heading', { name: '钱包' }).waitFor();
     await page.getByLabel('语言').selectOption('en');
     await page.getByRole('heading', { name: 'Wallet' }).waitFor();
     expect(await page.locator('html').getAttribute('lang')).toBe('en');

@@ -6,6 +6,9 @@
  * Every page is watched for console errors and requests to other origins.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
@@ -131,6 +134,75 @@ describe('a new user on the international site', () => {
     await screenshot(page, 'user-7-login-error');
     // The refused login is the one failed request, which chromium reports on its console.
     expect(problems).toEqual([expect.stringContaining('status of 401')]);
+    await page.context().close();
+  }, 60_000);
+});
+
+describe('downloads', () => {
+  test("the models page links each quantization to its download, and the receipts page the paid top-up's receipt; the session cookie authenticates both", async () => {
+    const bundle = mkdtempSync(join(tmpdir(), 'cpd-bundle-'));
+    writeFileSync(join(bundle, 'weights.bin'), 'w'.repeat(4096));
+    writeFileSync(join(bundle, 'config.json'), '{"layers": 2}');
+    const published = await site.run([
+      'models',
+      'publish',
+      bundle,
+      '--slug',
+      'tiny-model',
+      '--quant',
+      'int4',
+      '--sdk',
+      'v1.0',
+      '--name',
+      'Tiny Model',
+    ]);
+    rmSync(bundle, { recursive: true, force: true });
+    expect(published.code).toBe(0);
+
+    // A customer with one paid card top-up, made through the API as curl would.
+    const registered = await fetch(`${site.url}/api/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'downloader@example.com', password: 'a-good-password' }),
+    });
+    const { token } = (await registered.json()) as { token: string };
+    const payment = await site.call('POST', '/api/billing/payments', token, { provider: 'card', amount: 25.5, currency: 'USD' });
+    expect((await fetch(`${site.url}/api/payments/sandbox/${payment.body.id}/pay`, { method: 'POST', redirect: 'manual' })).status).toBe(
+      303,
+    );
+    await waitFor(
+      async () => (await site.call('GET', `/api/billing/payments/${payment.body.id}`, token)).body.status === 'paid',
+      'the top-up to be paid',
+    );
+
+    const { page, problems } = await openPage(browser, site.url);
+    await page.goto(`${site.url}/login`);
+    await page.getByLabel('Email or phone').fill('downloader@example.com');
+    await page.getByLabel('Password').fill('a-good-password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(`${site.url}/console`);
+
+    await page.getByRole('link', { name: 'Models' }).click();
+    const link = page.getByRole('link', { name: 'Download tiny-model int4' });
+    const href = (await link.getAttribute('href'))!;
+    expect(href).toBe('/api/models/tiny-model/download?quant=int4&sdk=v1.0');
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    expect(download.suggestedFilename()).toEndWith('.zip');
+    const zipPath = join(tmpdir(), `console-${Date.now()}.zip`);
+    await download.saveAs(zipPath);
+    const listing = Bun.spawnSync(['unzip', '-l', zipPath]).stdout.toString();
+    rmSync(zipPath, { force: true });
+    expect(listing).toContain('weights.bin');
+    expect(listing).toContain('config.json');
+    await screenshot(page, 'user-8-models');
+
+    await page.getByRole('link', { name: 'Receipts' }).click();
+    const receipt = page.getByRole('link', { name: 'Receipt', exact: true });
+    await receipt.waitFor();
+    const answer = await page.request.get(site.url + (await receipt.getAttribute('href'))!);
+    expect(answer.status()).toBe(200);
+    expect(await answer.text()).toContain('25.50');
+    expect(problems).toEqual([]);
     await page.context().close();
   }, 60_000);
 });

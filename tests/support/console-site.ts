@@ -4,6 +4,9 @@
  * browser uses, a fake model upstream behind one priced model, and an admin made the operator's
  * way (`cpd users create --admin`).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freeLoopbackPort } from '../../src/modules/runtime';
 import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from './binary';
 import { createEmptyPostgresDatabase } from './db';
@@ -18,6 +21,8 @@ export interface ConsoleSite {
   upstream: FakeUpstream;
   /** A session token of the admin, for setting up through the API as curl would. */
   adminToken: string;
+  /** Runs `cpd <args>` to completion with the site's environment (same database and object store). */
+  run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** JSON request to the site's API with a bearer token. */
   call<T = any>(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: T }>;
   stop(): Promise<void>;
@@ -27,8 +32,11 @@ export async function startConsoleSite(site: 'intl' | 'cn', env: Record<string, 
   const db = await createEmptyPostgresDatabase();
   const upstream = await startFakeUpstream({ models: [CONSOLE_MODEL] });
   const port = await freeLoopbackPort();
+  // One data directory for the server and the commands run beside it (the object store lives there).
+  const dataDir = mkdtempSync(join(tmpdir(), 'cpd-console-'));
   const siteEnv = {
     DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
     SITE: site,
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -36,10 +44,14 @@ export async function startConsoleSite(site: 'intl' | 'cn', env: Record<string, 
     ...env,
   };
   const cpd = await startBinary({ env: siteEnv });
-  const made = Bun.spawnSync([await ensureBuilt(), 'users', 'create', '--email', ADMIN.email, '--password', ADMIN.password, '--admin'], {
-    env: { ...baseEnv(), ...siteEnv },
-  });
-  if (made.exitCode !== 0) throw new Error(`cpd users create failed: ${made.stderr.toString()}`);
+  const binary = await ensureBuilt();
+  async function run(args: string[]) {
+    const proc = Bun.spawn([binary, ...args], { env: { ...baseEnv(), ...siteEnv }, stdout: 'pipe', stderr: 'pipe' });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { code, stdout, stderr };
+  }
+  const made = await run(['users', 'create', '--email', ADMIN.email, '--password', ADMIN.password, '--admin']);
+  if (made.code !== 0) throw new Error(`cpd users create failed: ${made.stderr}`);
 
   async function call<T>(method: string, path: string, token: string, body?: unknown) {
     const res = await fetch(cpd.url + path, {
@@ -68,10 +80,12 @@ export async function startConsoleSite(site: 'intl' | 'cn', env: Record<string, 
     upstream,
     adminToken,
     call,
+    run,
     async stop() {
       await cpd.stop();
       await upstream.close();
       await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

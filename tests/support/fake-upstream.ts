@@ -87,9 +87,7 @@ export function piecesOf(content: string): string[] {
 
 type BehaviourSource = Partial<FakeBehaviour> | ((body: Record<string, any>) => Partial<FakeBehaviour>);
 
-export async function startFakeUpstream(
-  opts: { models?: string[]; behaviour?: BehaviourSource } = {},
-): Promise<FakeUpstream> {
+export async function startFakeUpstream(opts: { models?: string[]; behaviour?: BehaviourSource } = {}): Promise<FakeUpstream> {
   const models = opts.models ?? ['fake-model'];
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
@@ -115,10 +113,15 @@ export async function startFakeUpstream(
       requests.push({ method: req.method, path, headers: Object.fromEntries(req.headers), body });
 
       if (req.method === 'GET' && path === '/v1/models') {
-        return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });
+        return Response.json({
+          object: 'list',
+          data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })),
+        });
       }
-      if (req.method !== 'POST' || path !== '/v1/chat/completions') return Response.json({ error: { message: 'not found' } }, { status: 404 });
-      if (!body || !Array.isArray(body.messages)) return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
+      if (req.method !== 'POST' || path !== '/v1/chat/completions')
+        return Response.json({ error: { message: 'not found' } }, { status: 404 });
+      if (!body || !Array.isArray(body.messages))
+        return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
 
       stats.completions++;
       const b = behaviourFor(body);
@@ -128,7 +131,8 @@ export async function startFakeUpstream(
         stats.requestsAborted++;
         return new Response(null, { status: 499 });
       }
-      if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+      if (b.status !== null)
+        return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
       if (b.garbage) return new Response('<html>502 Bad Gateway from some proxy</html>', { headers: { 'content-type': 'text/html' } });
       return body.stream === true ? streamResponse(body, b, n, req.signal) : Response.json(completion(body, b, n));
     },
