@@ -14,6 +14,7 @@
  *   up.requests[0].body                   // what the upstream received
  *   await waitFor(() => up.stats.streamsAborted === 1)
  *   await up.close();
+ *   startFakeUpstream({ models: ['m1'], apiKey: 'sk-x' })   // 401 unless `Authorization: Bearer sk-x`
  *
  * Tokens are deterministic: the content is cut into pieces `/\S+\s*\/g` (a word and its trailing
  * space); each piece is one completion token and one stream chunk. prompt_tokens is
@@ -87,7 +88,10 @@ export function piecesOf(content: string): string[] {
 
 type BehaviourSource = Partial<FakeBehaviour> | ((body: Record<string, any>) => Partial<FakeBehaviour>);
 
-export async function startFakeUpstream(opts: { models?: string[]; behaviour?: BehaviourSource } = {}): Promise<FakeUpstream> {
+export async function startFakeUpstream(
+  /** apiKey: like a hosted provider, every request must carry `Authorization: Bearer <apiKey>` (else 401). */
+  opts: { models?: string[]; behaviour?: BehaviourSource; apiKey?: string } = {},
+): Promise<FakeUpstream> {
   const models = opts.models ?? ['fake-model'];
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
@@ -111,17 +115,14 @@ export async function startFakeUpstream(opts: { models?: string[]; behaviour?: B
         body = text ? JSON.parse(text) : null;
       } catch {}
       requests.push({ method: req.method, path, headers: Object.fromEntries(req.headers), body });
+      if (opts.apiKey !== undefined && req.headers.get('authorization') !== `Bearer ${opts.apiKey}`)
+        return Response.json({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }, { status: 401 });
 
       if (req.method === 'GET' && path === '/v1/models') {
-        return Response.json({
-          object: 'list',
-          data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })),
-        });
+        return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });
       }
-      if (req.method !== 'POST' || path !== '/v1/chat/completions')
-        return Response.json({ error: { message: 'not found' } }, { status: 404 });
-      if (!body || !Array.isArray(body.messages))
-        return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
+      if (req.method !== 'POST' || path !== '/v1/chat/completions') return Response.json({ error: { message: 'not found' } }, { status: 404 });
+      if (!body || !Array.isArray(body.messages)) return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
 
       stats.completions++;
       const b = behaviourFor(body);
@@ -131,8 +132,7 @@ export async function startFakeUpstream(opts: { models?: string[]; behaviour?: B
         stats.requestsAborted++;
         return new Response(null, { status: 499 });
       }
-      if (b.status !== null)
-        return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+      if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
       if (b.garbage) return new Response('<html>502 Bad Gateway from some proxy</html>', { headers: { 'content-type': 'text/html' } });
       return body.stream === true ? streamResponse(body, b, n, req.signal) : Response.json(completion(body, b, n));
     },

@@ -2,10 +2,7 @@
 import { randomBase62 } from '../../src/platform/ids';
 import type { TestApp } from './app';
 
-export async function makeUser(
-  t: Pick<TestApp, 'services'>,
-  opts: { admin?: boolean; email?: string; password?: string; phone?: string } = {},
-) {
+export async function makeUser(t: Pick<TestApp, 'services'>, opts: { admin?: boolean; email?: string; password?: string; phone?: string } = {}) {
   const password = opts.password ?? `pw-${randomBase62(12)}`;
   const email = opts.email ?? `user-${randomBase62(8).toLowerCase()}@example.com`;
   const user = await t.services.accounts.createUser({ email, password, phone: opts.phone ?? null, isAdmin: opts.admin ?? false });

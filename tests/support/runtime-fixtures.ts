@@ -4,18 +4,7 @@
  * model bundles and packs fake releases. Builds are cached by source hash under the temp dir.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { create as createTar } from 'tar';
@@ -49,15 +38,7 @@ export function buildFixtures(): RuntimeFixtures {
     // Build next to the final place and rename: parallel test processes never see half a build.
     const building = `${dir}.build-${randomBytes(4).toString('hex')}`;
     mkdirSync(building, { recursive: true });
-    const cc = Bun.spawnSync([
-      'cc',
-      '-shared',
-      '-fPIC',
-      '-O1',
-      '-o',
-      join(building, libraryFileName('engine')),
-      join(FIXTURES, 'aria_fixture.c'),
-    ]);
+    const cc = Bun.spawnSync(['cc', '-shared', '-fPIC', '-O1', '-o', join(building, libraryFileName('engine')), join(FIXTURES, 'aria_fixture.c')]);
     if (cc.exitCode !== 0) throw new Error(`cc failed: ${cc.stderr.toString()}`);
     copyFileSync(join(building, libraryFileName('engine')), join(building, libraryFileName('router')));
     for (const name of ['aria-engine', 'aria-router']) {
@@ -79,10 +60,7 @@ export function buildFixtures(): RuntimeFixtures {
 export function makeBundle(parent: string, opts: { model?: string; broken?: 'no-weights' | 'bad-format' } = {}): string {
   const dir = mkdtempSync(join(parent, 'bundle-'));
   const format = opts.broken === 'bad-format' ? 'safetensors' : 'aria-quant-bundle';
-  writeFileSync(
-    join(dir, 'config.json'),
-    JSON.stringify({ format, format_version: 2, quantization: 'int4', model: opts.model ?? 'echo-1b', tensors: [] }),
-  );
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ format, format_version: 2, quantization: 'int4', model: opts.model ?? 'echo-1b', tensors: [] }));
   if (opts.broken !== 'no-weights') writeFileSync(join(dir, 'weight.bin'), randomBytes(256));
   writeFileSync(join(dir, 'tokenizer.json'), '{}');
   return dir;
