@@ -124,7 +124,7 @@ describe('an operator', () => {
     expect(user.problems).toEqual([]);
   }, 60_000);
 
-  test('edits a model price, which the public price list then shows', async () => {
+  test('edits a model price, which the public price list then shows, and adds a backend with a write-only key', async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Pricing' }).click();
     const price = page.getByLabel('Price (CNY) 1');
@@ -138,7 +138,22 @@ describe('an operator', () => {
     ]);
 
     await page.getByRole('link', { name: 'Backends and runtimes' }).click();
-    await page.getByRole('cell', { name: CONSOLE_MODEL }).waitFor();
+    await page.getByRole('cell', { name: CONSOLE_MODEL, exact: true }).waitFor();
+    const managed = page.getByRole('form', { name: 'Backends managed here' });
+    await managed.getByRole('button', { name: 'Add row' }).click();
+    await managed.getByLabel('Model 1').fill(CONSOLE_MODEL);
+    await managed.getByLabel('URL 1').fill(site.upstream.url);
+    await managed.getByLabel('Weight 1').fill('3');
+    await managed.getByLabel('Upstream API key 1').fill('sk-upstream-secret');
+    await managed.getByRole('button', { name: 'Save' }).click();
+    await managed.getByText('Saved.').waitFor();
+    await page.getByRole('cell', { name: 'admin', exact: true }).waitFor();
+    const listed = await site.call<{ backends: Array<Record<string, unknown>> }>('GET', '/api/admin/router/backends', site.adminToken);
+    expect(listed.body.backends.filter((b) => b.source === 'admin')).toEqual([
+      expect.objectContaining({ model: CONSOLE_MODEL, url: site.upstream.url, weight: 3, enabled: true, has_api_key: true }),
+    ]);
+    expect(JSON.stringify(listed.body)).not.toContain('sk-upstream-secret');
+    await screenshot(page, 'admin-2a-backends');
     await page.getByRole('link', { name: 'Cost report' }).click();
     await page.getByRole('heading', { name: 'Cost report' }).waitFor();
     await page.getByText('No cost in this range.').waitFor();
