@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
-import { clipboardText, imageLoaded, launchBrowser, openPage, screenshot } from '../support/browser';
+import { clipboardText, imageLoaded, launchBrowser, openPage, outlineStyle, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 import { LOGIN_BUDGET_BYTES } from './budget';
@@ -105,7 +105,7 @@ describe('a new user on the international site', () => {
     await page.context().close();
   }, 120_000);
 
-  test('a first visit to /login transfers at most the budget of JavaScript and CSS; a wrong password is shown next to its field', async () => {
+  test('a first visit to /login transfers at most the budget of JavaScript and CSS; by keyboard alone, a wrong password is shown next to its field', async () => {
     const { page, problems } = await openPage(browser, site.url);
     const transferred: Array<Promise<{ url: string; bytes: number }>> = [];
     page.on('requestfinished', (request) => {
@@ -124,9 +124,14 @@ describe('a new user on the international site', () => {
     console.log(`first load of /login from dist/cpd: ${total} bytes of JavaScript and CSS on the wire`);
     expect(total).toBeLessThanOrEqual(LOGIN_BUDGET_BYTES);
 
-    await page.getByLabel('Email or phone').fill('new-user@example.com');
-    await page.getByLabel('Password').fill('not-the-password');
-    await page.getByRole('button', { name: 'Log in' }).click();
+    // Keyboard only: Tab from the language switch to the fields, Enter submits; the focus ring shows.
+    await page.getByLabel('Language').focus();
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('new-user@example.com');
+    expect(await outlineStyle(page.getByLabel('Email or phone'))).toBe('solid');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('not-the-password');
+    await page.keyboard.press('Enter');
     const error = page.getByText('Wrong email, phone or password.');
     await error.waitFor();
     expect(await page.getByLabel('Password').getAttribute('aria-describedby')).toBe(await error.getAttribute('id'));

@@ -78,3 +78,9 @@ export const clipboardText = (page: Page) =>
   page.evaluate(() =>
     (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText(),
   );
+
+/** The computed outline style of an element (the focus ring is 'solid' while it shows). */
+export const outlineStyle = (element: Locator) =>
+  element.evaluate(
+    (el) => (globalThis as unknown as { getComputedStyle(e: unknown): { outlineStyle: string } }).getComputedStyle(el).outlineStyle,
+  );
