@@ -161,23 +161,45 @@ describe('an operator', () => {
     expect(admin.problems).toEqual([]);
   }, 60_000);
 
-  test('opens every administration page cleanly; the payments page lists the top-up', async () => {
+  test('opens every administration page cleanly, each showing its data', async () => {
     const { page } = admin;
-    const pages = [
-      ['Users', 'Users'],
-      ['Payments', 'Payments'],
-      ['Pricing', 'Pricing'],
-      ['Backends and runtimes', 'Backends and runtimes'],
-      ['Cost report', 'Cost report'],
-      ['Audit log', 'Audit log'],
+    // Each page's heading, and something only its loaded data can show.
+    const pages: Array<[string, () => Promise<void>]> = [
+      ['Users', () => page.getByRole('link', { name: USER.email }).waitFor()],
+      ['Payments', () => page.getByRole('cell', { name: USER.email }).waitFor()],
+      ['Pricing', () => page.getByLabel('Model 1').waitFor()],
+      ['Backends and runtimes', () => page.getByText('No supervised engines (ENGINES is not set).').waitFor()],
+      ['Cost report', () => page.getByText('No cost in this range.').waitFor()],
+      ['Audit log', () => page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor()],
     ];
-    for (const [link, heading] of pages) {
-      await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: link! }).click();
-      await page.getByRole('heading', { level: 1, name: heading! }).waitFor();
-      await page.waitForLoadState('networkidle');
-      if (link === 'Payments') await page.getByRole('cell', { name: USER.email }).waitFor();
+    for (const [name, shown] of pages) {
+      await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name }).click();
+      await page.getByRole('heading', { level: 1, name }).waitFor();
+      await shown();
     }
     await screenshot(page, 'admin-4-audit');
+    expect(admin.problems).toEqual([]);
+  }, 60_000);
+
+  test('reconciles a pending top-up from the payments page', async () => {
+    const { page } = admin;
+    const pending = await site.call('POST', '/api/billing/payments', site.adminToken, {
+      provider: 'chat_wallet',
+      amount: 3,
+      currency: 'CNY',
+    });
+    expect(pending.status).toBe(201);
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Payments' }).click();
+    await page.getByRole('cell', { name: USER.email }).waitFor();
+    await page.getByLabel('Status').selectOption('pending');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    // The user's paid top-up leaves the list once the filter applies; the admin's pending one stays.
+    await page.getByRole('cell', { name: USER.email }).waitFor({ state: 'detached' });
+    const row = page.getByRole('row', { name: new RegExp(ADMIN.email) });
+    expect(await row.count()).toBe(1);
+    await row.getByRole('button', { name: 'Reconcile' }).click();
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'payment.reconcile', exact: true }).waitFor();
     expect(admin.problems).toEqual([]);
   }, 60_000);
 
