@@ -7,9 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
-import { imageLoaded, launchBrowser, openPage, screenshot, type WatchedPage } from '../support/browser';
+import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
 import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
-import { waitFor } from '../support/wait';
 
 const USER = { email: 'yonghu@example.com', password: 'a-good-password' };
 let site: ConsoleSite;
@@ -51,7 +50,7 @@ describe('the China site', () => {
     await page.getByRole('button', { name: '去支付' }).click();
     const qr = page.getByRole('img', { name: '用支付应用扫描的二维码' });
     await qr.waitFor();
-    await waitFor(() => imageLoaded(qr), 'the QR image to load');
+    await waitForImage(qr);
     await page.getByRole('status').filter({ hasText: '等待支付…' }).waitFor();
     await screenshot(page, 'cn-1-qr-pending');
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
-import { clipboardText, imageLoaded, launchBrowser, openPage, outlineStyle, screenshot } from '../support/browser';
+import { clipboardText, waitForImage, launchBrowser, openPage, outlineStyle, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 import { LOGIN_BUDGET_BYTES } from './budget';
@@ -224,7 +224,7 @@ describe('an account', () => {
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
     const qr = page.getByRole('img', { name: 'QR code for the authenticator app' });
-    await waitFor(() => imageLoaded(qr), 'the 2FA QR code');
+    await waitForImage(qr);
     const secret = (await page.getByTestId('totp-secret').textContent())!;
     const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
     await page.getByLabel('Code').fill(await totp.generate({ secret }));

@@ -52,6 +52,8 @@ export async function openPage(browser: Browser, origin: string, options: Browse
       problems.push(`request to another origin: ${url}`);
   });
   context.on('page', (page) => watch(page, problems));
+  // Well inside each test's own time limit, so a stuck step fails naming the locator it waited for.
+  context.setDefaultTimeout(20_000);
   const page = await context.newPage();
   return { page, problems };
 }
@@ -61,6 +63,7 @@ function watch(page: Page, problems: string[]) {
     if (message.type() === 'error') problems.push(`console error on ${page.url()}: ${message.text()}`);
   });
   page.on('pageerror', (error) => problems.push(`page error on ${page.url()}: ${error.message}`));
+  page.on('crash', () => problems.push(`page crashed on ${page.url()}`));
 }
 
 /** Saves test-results/console/<name>.png (git-ignored) for a person to look at. */
@@ -69,9 +72,13 @@ export async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(RESULTS, `${name}.png`), fullPage: true });
 }
 
-/** True once an <img> has loaded a picture (runs in the page; typed here without the DOM library). */
-export const imageLoaded = (image: Locator) =>
-  image.evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth > 0);
+/** Waits (within the context's timeout) until an <img> has loaded a picture; typed here without the DOM library. */
+export async function waitForImage(image: Locator) {
+  const handle = await image.elementHandle();
+  await image
+    .page()
+    .waitForFunction((img: { complete: boolean; naturalWidth: number } | null) => !!img && img.complete && img.naturalWidth > 0, handle);
+}
 
 /** What the page's clipboard holds (the context needs the clipboard-read permission). */
 export const clipboardText = (page: Page) =>
