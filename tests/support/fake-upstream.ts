@@ -5,6 +5,9 @@
  *   GET  /v1/models             {object: 'list', data: [{id, object: 'model', …}]}
  *   POST /v1/chat/completions   JSON, or SSE when `stream: true` (usage in a final chunk with
  *                               empty `choices` when `stream_options.include_usage` is true)
+ *   POST /v1/embeddings         {object: 'list', data: [{object: 'embedding', index, embedding}], usage}:
+ *                               each input's vector is [its index, its token count, 0.5]; a text's
+ *                               tokens are its pieces (below), a token array's its length
  *
  * Usage:
  *   const up = await startFakeUpstream({ models: ['m1'] });
@@ -65,7 +68,7 @@ export interface FakeUpstream {
   /** Every request received, oldest first (GET /v1/models included). */
   requests: RecordedRequest[];
   /** requestsAborted: completions whose client went away before the answer (JSON or before a stream's headers). */
-  stats: { completions: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
+  stats: { completions: number; embeddings: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
   close(): Promise<void>;
 }
 
@@ -94,7 +97,7 @@ export async function startFakeUpstream(
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
   const requests: RecordedRequest[] = [];
-  const stats = { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
+  const stats = { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
 
   const behaviourFor = (body: Record<string, any>): FakeBehaviour => ({
     ...FAKE_DEFAULTS,
@@ -116,6 +119,13 @@ export async function startFakeUpstream(
 
       if (req.method === 'GET' && path === '/v1/models') {
         return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });
+      }
+      if (req.method === 'POST' && path === '/v1/embeddings') {
+        stats.embeddings++;
+        const b = behaviourFor(body ?? {});
+        if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+        if (!body || body.input === undefined) return Response.json({ error: { message: 'input required', type: 'invalid_request_error' } }, { status: 400 });
+        return Response.json(embeddingsOf(body, b));
       }
       if (req.method !== 'POST' || path !== '/v1/chat/completions') return Response.json({ error: { message: 'not found' } }, { status: 404 });
       if (!body || !Array.isArray(body.messages)) return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
@@ -176,7 +186,7 @@ export async function startFakeUpstream(
     reset() {
       source = opts.behaviour ?? {};
       requests.length = 0;
-      Object.assign(stats, { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
+      Object.assign(stats, { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
     },
     requests,
     stats,
@@ -235,4 +245,21 @@ function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Reco
   }
   if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, pieces) });
   return frames;
+}
+
+function embeddingsOf(body: Record<string, any>, b: FakeBehaviour) {
+  const input = body.input;
+  const items: Array<string | number[]> = typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number') ? [input] : input;
+  const tokens = items.map((x) => (typeof x === 'string' ? piecesOf(x).length : x.length));
+  const total = tokens.reduce((a, n) => a + n, 0);
+  return {
+    object: 'list',
+    model: body.model,
+    // base64 (what the openai client asks for by default): the float32 vector's little-endian bytes.
+    data: items.map((_, i) => {
+      const vector = [i, tokens[i]!, 0.5];
+      return { object: 'embedding', index: i, embedding: body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector };
+    }),
+    ...(b.usage ? { usage: { prompt_tokens: total, total_tokens: total } } : {}),
+  };
 }

@@ -9,11 +9,12 @@ import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
+import { countEmbeddingTokens, estimateEmbeddingCost, validEmbeddingUsage, validateEmbeddingsBody } from './router.embeddings';
 import { type Backend, createBackendSet } from './router.backends';
 import { routerSettings } from './router.config';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, embedOnce, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
@@ -66,6 +67,12 @@ interface Served {
   control: AttemptControl;
 }
 
+/** What kind of request a body is: how it is validated and how its cost is bounded for admission. */
+interface RequestKind {
+  validate(body: unknown): asserts body is Record<string, unknown>;
+  estimate(price: Price, bodyBytes: number, body: Record<string, unknown>): bigint;
+}
+
 interface UsageCounts {
   prompt: number;
   completion: number;
@@ -107,6 +114,9 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
   if (b.stream !== undefined && typeof b.stream !== 'boolean') throw new AppError('invalid', 'stream must be a boolean');
 }
 
+const CHAT: RequestKind = { validate: validateChatBody, estimate: estimateCost };
+const EMBEDDINGS: RequestKind = { validate: validateEmbeddingsBody, estimate: estimateEmbeddingCost };
+
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const settings = routerSettings(ctx.config);
   const backends = createBackendSet(settings, ctx.log);
@@ -124,7 +134,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     await usage.close();
   });
 
-  function plan(body: Record<string, unknown>, bodyBytes: number): Plan {
+  function plan(body: Record<string, unknown>, bodyBytes: number, estimate: RequestKind['estimate']): Plan {
     const asked = body.model as string;
     const route = settings.routes.get(asked);
     const priced = (slug: string): Candidate | null => {
@@ -138,7 +148,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       candidates = pricedModels.filter((c) => backends.has(c.slug));
       if (!candidates.length) throw new AppError('unavailable', `no backend serves route "${asked}"`);
       if (route.strategy === 'cheapest') {
-        const est = new Map(candidates.map((c) => [c.slug, estimateCost(c.price, bodyBytes, body)]));
+        const est = new Map(candidates.map((c) => [c.slug, estimate(c.price, bodyBytes, body)]));
         candidates.sort((a, b) => (est.get(a.slug)! < est.get(b.slug)! ? -1 : est.get(a.slug)! > est.get(b.slug)! ? 1 : 0));
       } else if (route.strategy === 'least-loaded') {
         candidates.sort((a, b) => backends.load(a.slug) - backends.load(b.slug));
@@ -151,7 +161,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     }
     let estimateMicros = 0n;
     for (const c of candidates) {
-      const e = estimateCost(c.price, bodyBytes, body);
+      const e = estimate(c.price, bodyBytes, body);
       if (e > estimateMicros) estimateMicros = e;
     }
     return { entrypoint: asked, candidates, estimateMicros };
@@ -230,11 +240,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
 
   /** Validation, routing plan and wallet admission; latency is measured from here. */
-  async function begin(req: ChatRequest) {
+  async function begin(req: ChatRequest, kind: RequestKind = CHAT) {
     const started = performance.now();
-    validateChatBody(req.body);
+    kind.validate(req.body);
     const bodyBytes = req.bodyBytes ?? JSON.stringify(req.body).length;
-    const p = plan(req.body, bodyBytes);
+    const p = plan(req.body, bodyBytes, kind.estimate);
     const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
     return { p, ticket, started };
   }
@@ -274,6 +284,26 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const costMicros = costOf(served.candidate.price, counts.prompt, counts.completion);
     const base = validUsage(response.usage) ? (response.usage as Record<string, unknown>) : { prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion };
     response.usage = { ...base, cost: toMajor(costMicros) };
+    await meter(req, ticket, { entrypoint: p.entrypoint, model: served.candidate.slug, backend: served.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false, started });
+    return { response, costMicros };
+  }
+
+  /** An embeddings request (OpenAI shape), billed on its input tokens; routed, failed over and metered like a chat completion. */
+  async function embed(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
+    const { p, ticket, started } = await begin(req, EMBEDDINGS);
+    let served: Served;
+    let response: Chunk;
+    try {
+      ({ served, result: response } = await failover(p, req.signal, (url, slug, control) => embedOnce(url, JSON.stringify({ ...req.body, model: slug }), control, settings.firstByteTimeoutMs)));
+    } catch (err) {
+      return failed(req, ticket, p, started, false, err);
+    }
+    release(served);
+    const reported = validEmbeddingUsage(response.usage);
+    const counts: UsageCounts = { prompt: reported ? (response.usage as { prompt_tokens: number }).prompt_tokens : await countEmbeddingTokens(req.body), completion: 0, counted: !reported };
+    const costMicros = costOf(served.candidate.price, counts.prompt, 0);
+    response.model = served.candidate.slug;
+    response.usage = { prompt_tokens: counts.prompt, total_tokens: counts.prompt, cost: toMajor(costMicros) };
     await meter(req, ticket, { entrypoint: p.entrypoint, model: served.candidate.slug, backend: served.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false, started });
     return { response, costMicros };
   }
@@ -398,6 +428,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   return {
     completeChat,
+    embed,
     openStream,
     streamChat,
     listModels,

@@ -74,15 +74,24 @@ async function errorFromStatus(res: Response): Promise<AttemptError> {
   return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
 }
 
-function post(url: string, payload: string, signal: AbortSignal) {
-  return fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal });
+function post(url: string, payload: string, signal: AbortSignal, path = '/chat/completions') {
+  return fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal });
 }
 
 /** A JSON completion; throws AttemptError. */
-export async function completeOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+export function completeOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(url, '/chat/completions', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.choices), 'a chat completion');
+}
+
+/** An embeddings answer (`data` a list); throws AttemptError. */
+export function embedOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(url, '/embeddings', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.data), 'an embeddings list');
+}
+
+async function jsonOnce(url: string, path: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number, valid: (data: Chunk) => boolean, what: string): Promise<Chunk> {
   control.arm(firstByteTimeoutMs, 'upstream answer');
   try {
-    const res = await post(url, payload, control.signal);
+    const res = await post(url, payload, control.signal, path);
     if (!res.ok) throw await errorFromStatus(res);
     const text = await res.text();
     let data: unknown;
@@ -91,8 +100,7 @@ export async function completeOnce(url: string, payload: string, control: Attemp
     } catch {
       throw new AttemptError('upstream', 'upstream answered something that is not JSON');
     }
-    if (!data || typeof data !== 'object' || !Array.isArray((data as Chunk).choices))
-      throw new AttemptError('upstream', 'upstream answered JSON that is not a chat completion');
+    if (!data || typeof data !== 'object' || !valid(data as Chunk)) throw new AttemptError('upstream', `upstream answered JSON that is not ${what}`);
     return data as Chunk;
   } catch (err) {
     throw failureOf(err, control);
