@@ -48,6 +48,8 @@ export interface FakeBehaviour {
   chunkDelayMs: number;
   /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
   toolCalls: FakeToolCall[] | null;
+  /** The finish reason sent; null = 'stop' (or 'tool_calls' with toolCalls) (default null). */
+  finishReason: string | null;
 }
 
 export interface RecordedRequest {
@@ -82,6 +84,7 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   firstByteDelayMs: 0,
   chunkDelayMs: 0,
   toolCalls: null,
+  finishReason: null,
 };
 
 export function piecesOf(content: string): string[] {
@@ -215,7 +218,7 @@ function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
     object: 'chat.completion',
     created: 1700000000,
     model: body.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: tools ? 'tool_calls' : 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: b.finishReason ?? (tools ? 'tool_calls' : 'stop') }],
     ...(b.usage ? { usage: usageOf(b, tools ? tools.length : piecesOf(b.content).length) } : {}),
   };
 }
@@ -233,7 +236,7 @@ function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Reco
     tools.forEach((t, i) => {
       frames.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...t }] }, finish_reason: null }], ...extra });
     });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }], ...extra });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'tool_calls' }], ...extra });
   } else {
     const parts = piecesOf(b.content);
     pieces = parts.length;
@@ -241,7 +244,7 @@ function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Reco
       const delta = i === 0 ? { role: 'assistant', content: p } : { content: p };
       frames.push({ ...base, choices: [{ index: 0, delta, finish_reason: null }], ...extra });
     });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], ...extra });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'stop' }], ...extra });
   }
   if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, pieces) });
   return frames;

@@ -63,15 +63,18 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
   function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
+      // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
       async pull(controller) {
-        const { value, done } = await chunks.next();
-        if (done) {
-          if (end) controller.enqueue(encoder.encode(end));
-          controller.close();
-          return;
+        for (;;) {
+          const { value, done } = await chunks.next();
+          if (done) {
+            if (end) controller.enqueue(encoder.encode(end));
+            controller.close();
+            return;
+          }
+          const text = frames(value);
+          if (text) return controller.enqueue(encoder.encode(text));
         }
-        const text = frames(value);
-        if (text) controller.enqueue(encoder.encode(text));
       },
       async cancel() {
         stream.abort();
