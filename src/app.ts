@@ -19,6 +19,7 @@ import { authPlugin } from './platform/http/auth';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
+import { httpMetricsPlugin, metricsRoutes } from './platform/http/metrics';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
 
@@ -50,6 +51,7 @@ export async function buildApp(ctx: AppContext) {
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
+    .use(httpMetricsPlugin(ctx.metrics))
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
@@ -59,6 +61,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     )
     .use(auth)
+    .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing }))

@@ -45,6 +45,8 @@ export interface Config {
   /** RATE_LIMITS overrides of the named limits (platform/http/rate-limit.ts has the defaults). */
   rateLimits: Partial<Record<LimitName, RateLimit>>;
   engines: string | null;
+  /** METRICS_TOKEN: the bearer token GET /metrics asks for; null: loopback clients only. */
+  metricsToken: string | null;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   env: Record<string, string | undefined>;
 }
@@ -201,9 +203,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: oneOf('TRUST_PROXY', get('TRUST_PROXY') ?? 'false', ['true', 'false'] as const) === 'true',
     rateLimits: rateLimitsFrom(get('RATE_LIMITS')),
     engines: get('ENGINES') ?? null,
+    metricsToken: metricsToken(get('METRICS_TOKEN')),
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     env,
   };
+}
+
+function metricsToken(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  if (raw.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  return raw;
 }
 
 function rateLimitsFrom(raw: string | undefined) {

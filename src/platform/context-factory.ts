@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
+import { createMetricsRegistry } from './metrics/registry';
 
 /** Opens the site's database and builds the context the CLI commands share. */
 export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext & { shutdown(): Promise<void> }> {
@@ -23,6 +24,7 @@ export async function createContext(config: Config, log: Logger = createLogger(c
     database,
     log,
     clock: systemClock,
+    metrics: createMetricsRegistry(),
     onShutdown: (fn) => closers.push(fn),
     async shutdown() {
       for (const fn of closers.reverse()) {

@@ -12,6 +12,7 @@ import { type Ticket, createAdmission } from './router.admission';
 import { countEmbeddingTokens, estimateEmbeddingCost, validEmbeddingUsage, validateEmbeddingsBody } from './router.embeddings';
 import { type Backend, createBackendSet } from './router.backends';
 import { routerSettings } from './router.config';
+import { createRouterMetrics } from './router.metrics';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, embedOnce, openStreamOnce } from './router.upstream';
@@ -123,6 +124,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   for (const [slug, urls] of Object.entries(ctx.config.modelBackends)) for (const url of urls) backends.register(slug, url, { source: 'MODEL_BACKENDS' });
   const admission = createAdmission(deps.billing, ctx.log, settings.admissionWaitMs);
   const usage = createUsageWriter(ctx, deps.billing, admission.committed);
+  const metrics = createRouterMetrics(ctx.metrics, ctx.config.currency, { backends: backends.list, usagePending: () => usage.queued });
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
@@ -215,6 +217,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   ) {
     const { costMicros } = row;
     ticket?.settle(costMicros);
+    metrics.metered(row.model, row.status, row.counts.prompt, row.counts.completion, costMicros);
     const record: UsageRecord = {
       id: newId('use'),
       createdAt: ctx.clock.now(),

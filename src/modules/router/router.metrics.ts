@@ -1,0 +1,41 @@
+/**
+ * The router's metrics. Per metered request: cpd_gateway_requests_total{model,status},
+ * cpd_gateway_tokens_total{model,kind} (kind prompt|completion) and
+ * cpd_gateway_cost_micros_total{model,currency}; `model` is always a priced model slug (what
+ * served, or the first candidate of a refused request), so its values are bounded by the price
+ * list. Read at scrape time, so they cost requests nothing: cpd_router_backend_up and
+ * cpd_router_backend_inflight{model,backend} from the backend registry (whatever registered the
+ * backend), and cpd_usage_pending (usage rows accepted but not yet committed).
+ */
+import { Counter, Gauge } from 'prom-client';
+import { children, type MetricsRegistry, metricOnce } from '../../platform/metrics/registry';
+import type { BackendView } from './router.backends';
+
+export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usagePending: () => number }) {
+  const counter = (name: string, help: string, labelNames: string[]) => children(metricOnce(registry, name, (registers) => new Counter({ name, help, labelNames, registers })));
+  const requests = counter('cpd_gateway_requests_total', 'Metered gateway requests, by served model and status', ['model', 'status']);
+  const tokens = counter('cpd_gateway_tokens_total', 'Tokens metered, by model and kind (prompt, completion)', ['model', 'kind']);
+  const cost = counter('cpd_gateway_cost_micros_total', 'Cost billed, in micro-units of the site currency, by model', ['model', 'currency']);
+  // One router per process: its gauges read that router's backend registry and usage writer.
+  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
+    metricOnce(registry, name, (registers) => new Gauge({ name, help, labelNames, registers, collect() { collect(this); } }));
+  gauge('cpd_router_backend_up', '1 when the backend is in rotation (healthy), 0 while it is backed off', ['model', 'backend'], (g) => {
+    g.reset();
+    for (const b of sources.backends()) g.set({ model: b.model, backend: b.url }, b.healthy ? 1 : 0);
+  });
+  gauge('cpd_router_backend_inflight', 'Requests in flight on the backend', ['model', 'backend'], (g) => {
+    g.reset();
+    for (const b of sources.backends()) g.set({ model: b.model, backend: b.url }, b.inflight);
+  });
+  gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) accepted but not yet committed to the database', [], (g) => g.set(sources.usagePending()));
+
+  return {
+    /** One metered request. */
+    metered(model: string, status: number, promptTokens: number, completionTokens: number, costMicros: bigint) {
+      requests(model, String(status)).inc();
+      if (promptTokens) tokens(model, 'prompt').inc(promptTokens);
+      if (completionTokens) tokens(model, 'completion').inc(completionTokens);
+      if (costMicros) cost(model, currency).inc(Number(costMicros));
+    },
+  };
+}
