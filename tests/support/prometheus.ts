@@ -29,7 +29,7 @@ export interface Scrape {
 
 const SAMPLE = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$/;
 const LABEL = /([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g;
-const unescape = (v: string) => v.replace(/\\(["\\n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
+const unescapeLabel = (v: string) => v.replace(/\\(["\\n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
 
 export function parseMetrics(text: string): Scrape {
   const samples: Sample[] = [];
@@ -44,7 +44,7 @@ export function parseMetrics(text: string): Scrape {
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL)) labels[k!] = unescape(v!);
+    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL)) labels[k!] = unescapeLabel(v!);
     samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   const matching = (name: string, labels: Record<string, string>) => samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
