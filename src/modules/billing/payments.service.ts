@@ -6,13 +6,12 @@
  * honoured even after the payment expired or failed.
  */
 import { and, desc, eq, lt, lte, or } from 'drizzle-orm';
-import { Counter } from 'prom-client';
 import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
-import { children, metricOnce } from '../../platform/metrics/registry';
+import { HotCounter } from '../../platform/metrics/hot';
 import { payments } from './billing.tables';
 import { decodeCursor, page } from './cursor';
 import type { Ledger } from './ledger';
@@ -41,9 +40,8 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
   // cpd_payments_total{provider,status}: payments created (pending) and each move to paid, failed or expired, counted once.
-  const counted = children(
-    metricOnce(ctx.metrics, 'cpd_payments_total', (registers) => new Counter({ name: 'cpd_payments_total', help: 'Payments created (status pending) and settled (paid, failed, expired), by provider', labelNames: ['provider', 'status'], registers })),
-  );
+  const paymentsCounter = new HotCounter('cpd_payments_total', 'Payments created (status pending) and settled (paid, failed, expired), by provider', ['provider', 'status']).register(ctx.metrics);
+  const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
 
   /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -81,7 +79,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     };
     const inserted = await db.insert(payments).values(row).onConflictDoNothing().returning({ id: payments.id });
     if (inserted.length === 0) return replayCreate((await byIdempotencyKey(userId, idempotencyKey!))!, requestHash);
-    counted(provider.id, 'pending').inc();
+    counted(provider.id, 'pending');
 
     let order: Awaited<ReturnType<PaymentProvider['createOrder']>>;
     try {
@@ -95,7 +93,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     } catch (err) {
       log.error({ err, payment_id: row.id, provider: provider.id }, 'provider refused to create the order');
       const failed = await db.update(payments).set({ status: 'failed', updatedAt: ctx.clock.now() }).where(and(eq(payments.id, row.id), eq(payments.status, 'pending'))).returning({ id: payments.id });
-      if (failed.length) counted(provider.id, 'failed').inc();
+      if (failed.length) counted(provider.id, 'failed');
       throw new AppError('upstream', 'the payment provider is unavailable, try again');
     }
     const [saved] = await db
@@ -246,7 +244,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
       return next!;
     });
     // Counted after the commit, so a rolled-back settlement is not.
-    if (moved) counted(providerId, moved).inc();
+    if (moved) counted(providerId, moved);
     return settled;
   }
 

@@ -7,12 +7,13 @@
  * cpd_router_backend_inflight{model,backend} from the backend registry (whatever registered the
  * backend), and cpd_usage_pending (usage rows accepted but not yet committed).
  */
-import { Counter, Gauge } from 'prom-client';
-import { children, type MetricsRegistry, metricOnce } from '../../platform/metrics/registry';
+import { Gauge } from 'prom-client';
+import { HotCounter } from '../../platform/metrics/hot';
+import { type MetricsRegistry, metricOnce } from '../../platform/metrics/registry';
 import type { BackendView } from './router.backends';
 
 export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usagePending: () => number }) {
-  const counter = (name: string, help: string, labelNames: string[]) => children(metricOnce(registry, name, (registers) => new Counter({ name, help, labelNames, registers })));
+  const counter = (name: string, help: string, labelNames: string[]) => new HotCounter(name, help, labelNames).register(registry);
   const requests = counter('cpd_gateway_requests_total', 'Metered gateway requests, by served model and status', ['model', 'status']);
   const tokens = counter('cpd_gateway_tokens_total', 'Tokens metered, by model and kind (prompt, completion)', ['model', 'kind']);
   const cost = counter('cpd_gateway_cost_micros_total', 'Cost billed, in micro-units of the site currency, by model', ['model', 'currency']);
@@ -32,10 +33,10 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
   return {
     /** One metered request. */
     metered(model: string, status: number, promptTokens: number, completionTokens: number, costMicros: bigint) {
-      requests(model, String(status)).inc();
-      if (promptTokens) tokens(model, 'prompt').inc(promptTokens);
-      if (completionTokens) tokens(model, 'completion').inc(completionTokens);
-      if (costMicros) cost(model, currency).inc(Number(costMicros));
+      requests.inc([model, status]);
+      if (promptTokens) tokens.inc([model, 'prompt'], promptTokens);
+      if (completionTokens) tokens.inc([model, 'completion'], completionTokens);
+      if (costMicros) cost.inc([model, currency], Number(costMicros));
     },
   };
 }

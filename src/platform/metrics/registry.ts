@@ -3,12 +3,11 @@
  * share counters), holding the client library's process and runtime metrics (CPU, memory, open
  * file descriptors, event loop lag, heap) and each module's own `cpd_*` metrics.
  *
- * Hot-path recording goes through `children`: prom-client resolves a label set by hashing it on
- * every inc()/observe(); a child looked up once per distinct label tuple and kept skips that
- * (bench/metrics.ts measures both). Label values must come from bounded sets (route templates,
- * priced model slugs, status codes), so the cache stays small.
+ * Label values must come from bounded sets (route templates, priced model slugs, status codes):
+ * every distinct tuple is a series kept for the life of the process. Metrics recorded on every
+ * request are hot.ts's; those read at scrape time are prom-client gauges with collect().
  */
-import { collectDefaultMetrics, type Counter, type Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 
 export type MetricsRegistry = Registry;
 
@@ -16,22 +15,6 @@ export function createMetricsRegistry(): MetricsRegistry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;
-}
-
-/** The metric's child for a label tuple, made once: `const byRoute = children(counter); byRoute('GET', '/x', '200').inc()`. */
-export function children<T extends string>(metric: Counter<T>): (...values: string[]) => Counter.Internal;
-export function children<T extends string>(metric: Histogram<T>): (...values: string[]) => Histogram.Internal<T>;
-export function children(metric: { labels(...values: string[]): unknown }): (...values: string[]) => unknown {
-  const cache = new Map<string, unknown>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = cache.get(key);
-    if (!child) {
-      child = metric.labels(...values);
-      cache.set(key, child);
-    }
-    return child;
-  };
 }
 
 /**
