@@ -1,16 +1,29 @@
 /** POST /v1/responses through the official openai client, served by a chat-only upstream, billed like chat. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
+import { startFakeUpstream } from '../../support/fake-upstream';
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy';
 import { fundedUser, type Harness, startHarness } from './gateway-harness';
 
 const PER_TOKEN = 1000n;
 let h: Harness;
+/** Model `cut` reaches the same upstream through a TCP proxy the test can cut mid-stream. */
+let proxy: TcpProxy;
 
 beforeAll(async () => {
-  h = await startHarness();
-  await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_million_tokens', price: 1000 }]);
+  const up = await startFakeUpstream({ models: ['m1', 'cut'] });
+  proxy = await startTcpProxy(up.port);
+  h = await startHarness({ upstream: up, backends: `m1=${up.url},cut=http://127.0.0.1:${proxy.port}/v1` });
+  await h.t.services.pricing.setModelPrices([
+    { slug: 'm1', unit: 'per_million_tokens', price: 1000 },
+    { slug: 'cut', unit: 'per_million_tokens', price: 1000 },
+  ]);
 });
-afterAll(() => h.close());
+afterAll(async () => {
+  await h.close();
+  await proxy.close();
+  await h.up.close();
+});
 
 const usageRows = (userId: string) => h.t.ctx.database.query<Record<string, any>>(sql`select * from router_usage where user_id = ${userId} order by created_at, id`);
 const lastChat = () => h.up.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)!.body!;
@@ -127,6 +140,31 @@ describe('responses', () => {
     const events = [];
     for await (const e of await u.client.responses.create({ model: 'm1', input: 'x', max_output_tokens: 2, stream: true })) events.push(e);
     expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 2 } } });
+    h.up.reset();
+  });
+
+  test('an upstream stream that breaks mid-answer ends in response.failed; the delivered tokens are billed', async () => {
+    h.up.set({ content: 'one two three four five six seven eight', chunkDelayMs: 20 });
+    const u = await fundedUser(h, 1_000_000n);
+    const events = [];
+    for await (const e of await u.client.responses.create({ model: 'cut', input: 'x', stream: true })) {
+      events.push(e);
+      // The connection to the upstream drops after the second word has arrived.
+      if (e.type === 'response.output_text.delta' && e.delta === 'two ') proxy.cut();
+    }
+    proxy.restore();
+    const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : []));
+    expect(deltas.join('')).toStartWith('one two ');
+    expect(deltas.join('')).not.toBe('one two three four five six seven eight');
+    const last = events.at(-1) as { type: string; response: { status: string; error: unknown; usage: { output_tokens: number; cost: number } } };
+    expect(last.type).toBe('response.failed');
+    expect(last.response.status).toBe('failed');
+    expect(last.response.error).toMatchObject({ code: 'server_error' });
+    await h.t.services.router.flushUsage();
+    const [row] = await usageRows(u.user.id);
+    expect(row).toMatchObject({ streamed: true, aborted: true, status: 502, completion_tokens: last.response.usage.output_tokens });
+    expect(await u.balance()).toBe(1_000_000n - BigInt(row!.cost_micros));
+    expect(BigInt(row!.cost_micros)).toBeGreaterThan(0n);
     h.up.reset();
   });
 
