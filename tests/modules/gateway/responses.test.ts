@@ -156,7 +156,7 @@ describe('responses', () => {
     const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : []));
     expect(deltas.join('')).toStartWith('one two ');
     expect(deltas.join('')).not.toBe('one two three four five six seven eight');
-    const last = events.at(-1) as { type: string; response: { status: string; error: unknown; usage: { output_tokens: number; cost: number } } };
+    const last = events.at(-1) as unknown as { type: string; response: { status: string; error: unknown; usage: { output_tokens: number; cost: number } } };
     expect(last.type).toBe('response.failed');
     expect(last.response.status).toBe('failed');
     expect(last.response.error).toMatchObject({ code: 'server_error' });
