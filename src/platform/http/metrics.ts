@@ -2,9 +2,10 @@
  * HTTP metrics and the scrape endpoint.
  *
  * cpd_http_requests_total{method,route,status} and cpd_http_request_duration_seconds{method,route}
- * are recorded once per request, after the response. `route` is the route template Elysia matched
- * (`/api/models/:slug`), never the raw path, so ids do not become label values; a request that
- * matched no route is `unmatched`.
+ * are recorded once per request, when the response is handed to the server (for a stream: when its
+ * headers leave, so a stream's duration is its time to first token). `route` is the route
+ * template Elysia matched (`/api/models/:slug`), never the raw path, so ids do not become label
+ * values; a request that matched no route is `unmatched`.
  *
  * GET /metrics: with METRICS_TOKEN set, only `Authorization: Bearer <token>`; without it, only a
  * client on a loopback socket that is not a forwarded request (no Forwarded / X-Forwarded-For /
@@ -29,7 +30,7 @@ const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 /** The HTTP metrics' recorder: one call per answered request (bench/metrics.ts times it). */
 export function httpMetrics(registry: MetricsRegistry) {
   const requests = new HotCounter('cpd_http_requests_total', 'HTTP requests answered, by method, route template and status', ['method', 'route', 'status']).register(registry);
-  const durations = new HotHistogram('cpd_http_request_duration_seconds', 'HTTP request duration until the response is sent, by method and route template', ['method', 'route'], DURATION_BUCKETS).register(registry);
+  const durations = new HotHistogram('cpd_http_request_duration_seconds', 'HTTP request duration until the response is handed to the server (a stream: its headers), by method and route template', ['method', 'route'], DURATION_BUCKETS).register(registry);
   return (method: string, route: string, status: number, seconds: number | undefined) => {
     requests.inc([method, route, status]);
     if (seconds !== undefined) durations.observe([method, route], seconds);
