@@ -67,6 +67,14 @@ describe('metrics', () => {
     expect([delta('pending'), delta('paid'), delta('failed')]).toEqual([2, 1, 1]);
 
     expect(m.value('cpd_router_backend_up', { model: 'm1', backend: h.up.url })).toBe(1);
+    // A backend added at run time with an API key: listed by its URL, its key nowhere.
+    const admin = await fundedUser(h, 0n, { admin: true });
+    const put = await h.t.request('PUT', '/api/admin/router/backends', { token: admin.user.token, body: { backends: [{ model: 'm1', url: 'http://127.0.0.1:9/v1', api_key: 'sk-never-in-metrics' }] } });
+    expect(put.status).toBe(200);
+    const withAdmin = await scrape(metricsUrl);
+    expect(withAdmin.labelValues('cpd_router_backend_up', 'backend')).toContain('http://127.0.0.1:9/v1');
+    expect(withAdmin.text).not.toContain('sk-never-in-metrics');
+    await h.t.request('PUT', '/api/admin/router/backends', { token: admin.user.token, body: { backends: [] } });
     expect(m.samples.find((s) => s.name === 'cpd_router_backend_inflight' && s.labels.backend === h.up.url)?.value).toBe(0);
     expect(m.samples.find((s) => s.name === 'cpd_usage_pending')?.value).toBe(0);
     expect(m.typeOf('cpd_runtime_engine_state')).toBe('gauge');

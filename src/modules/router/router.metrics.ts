@@ -5,7 +5,8 @@
  * served, or the first candidate of a refused request), so its values are bounded by the price
  * list. Read at scrape time, so they cost requests nothing: cpd_router_backend_up and
  * cpd_router_backend_inflight{model,backend} from the backend registry (whatever registered the
- * backend), and cpd_usage_pending (usage rows accepted but not yet committed).
+ * backend: MODEL_BACKENDS, the admin API, a supervised engine; a disabled backend is not in
+ * rotation and not listed; its key never appears), and cpd_usage_pending (usage rows accepted but not yet committed).
  */
 import { Gauge } from 'prom-client';
 import { HotCounter } from '../../platform/metrics/hot';
@@ -22,11 +23,11 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
     metricOnce(registry, name, (registers) => new Gauge({ name, help, labelNames, registers, collect() { collect(this); } }));
   gauge('cpd_router_backend_up', '1 when the backend is in rotation (healthy), 0 while it is backed off', ['model', 'backend'], (g) => {
     g.reset();
-    for (const b of sources.backends()) g.set({ model: b.model, backend: b.url }, b.healthy ? 1 : 0);
+    for (const b of sources.backends()) if (b.enabled) g.set({ model: b.model, backend: b.url }, b.healthy ? 1 : 0);
   });
   gauge('cpd_router_backend_inflight', 'Requests in flight on the backend', ['model', 'backend'], (g) => {
     g.reset();
-    for (const b of sources.backends()) g.set({ model: b.model, backend: b.url }, b.inflight);
+    for (const b of sources.backends()) if (b.enabled) g.set({ model: b.model, backend: b.url }, b.inflight);
   });
   gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) accepted but not yet committed to the database', [], (g) => g.set(sources.usagePending()));
 

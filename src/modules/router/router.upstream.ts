@@ -21,6 +21,15 @@ export class AttemptError extends Error {
 
 export type Chunk = Record<string, unknown>;
 
+/** Where an attempt goes: an OpenAI base URL and the API key it needs, if any. */
+export interface Upstream {
+  url: string;
+  apiKey: string | null;
+}
+
+/** The upstream's credential as a header; empty without a key. */
+export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
+
 const rawText = new WeakMap<Chunk, string>();
 
 /** The JSON text a chunk was parsed from, so a proxy can forward it without serializing it again. */
@@ -74,24 +83,24 @@ async function errorFromStatus(res: Response): Promise<AttemptError> {
   return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
 }
 
-function post(url: string, payload: string, signal: AbortSignal, path = '/chat/completions') {
-  return fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal });
+function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
+  return fetch(`${upstream.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal });
 }
 
 /** A JSON completion; throws AttemptError. */
-export function completeOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
-  return jsonOnce(url, '/chat/completions', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.choices), 'a chat completion');
+export function completeOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(upstream, '/chat/completions', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.choices), 'a chat completion');
 }
 
 /** An embeddings answer (`data` a list); throws AttemptError. */
-export function embedOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
-  return jsonOnce(url, '/embeddings', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.data), 'an embeddings list');
+export function embedOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(upstream, '/embeddings', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.data), 'an embeddings list');
 }
 
-async function jsonOnce(url: string, path: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number, valid: (data: Chunk) => boolean, what: string): Promise<Chunk> {
+async function jsonOnce(upstream: Upstream, path: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number, valid: (data: Chunk) => boolean, what: string): Promise<Chunk> {
   control.arm(firstByteTimeoutMs, 'upstream answer');
   try {
-    const res = await post(url, payload, control.signal, path);
+    const res = await post(upstream, payload, control.signal, path);
     if (!res.ok) throw await errorFromStatus(res);
     const text = await res.text();
     let data: unknown;
@@ -128,10 +137,10 @@ export interface OpenedUpstream {
  * Opens a stream and reads up to the first meaningful chunk, so that a backend that fails before
  * producing a token can be failed over. Throws AttemptError.
  */
-export async function openStreamOnce(url: string, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
+export async function openStreamOnce(upstream: Upstream, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
   control.arm(timeouts.connectMs, 'upstream connect');
   try {
-    const res = await post(url, payload, control.signal);
+    const res = await post(upstream, payload, control.signal);
     if (!res.ok) throw await errorFromStatus(res);
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       await res.body?.cancel().catch(() => {});

@@ -16,10 +16,11 @@ beforeAll(async () => {
   dead = closed.url;
   await closed.close();
   const up = await startFakeUpstream({ models: ['m1'] });
-  h = await startHarness({ upstream: up, backends: `m1=${dead},m1=${up.url},flat=${up.url}`, env: { ROUTES: 'auto=fallback:m1' } });
+  h = await startHarness({ upstream: up, backends: `m1=${dead},m1=${up.url},flat=${up.url},keyed=${up.url}#env:EMBED_UPSTREAM_KEY`, env: { ROUTES: 'auto=fallback:m1', EMBED_UPSTREAM_KEY: 'sk-embed-upstream-key' } });
   await h.t.services.pricing.setModelPrices([
     { slug: 'm1', unit: 'per_million_tokens', price: 1000 },
     { slug: 'flat', unit: 'per_request', price: 0.25 },
+    { slug: 'keyed', unit: 'per_million_tokens', price: 1000 },
   ]);
 });
 afterAll(async () => {
@@ -82,6 +83,16 @@ describe('embeddings', () => {
     expect(await u.balance()).toBe(1_000_000n - BigInt(expected) * PER_TOKEN - 250_000n);
     expect((await usageRows(u.user.id))[0]!.tokens_counted).toBe(true);
     h.up.reset();
+  });
+
+  test('a backend with an API key gets it as a bearer token; the caller never sees it', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    const res = await fetch(`${h.baseUrl}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${u.key.key}` }, body: JSON.stringify({ model: 'keyed', input: 'a' }) });
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toContain('sk-embed-upstream-key');
+    const sent = h.up.requests.filter((r) => r.path === '/v1/embeddings').at(-1)!;
+    expect(sent.headers.authorization).toBe('Bearer sk-embed-upstream-key');
+    expect(sent.body!.model).toBe('keyed');
   });
 
   test('bad input is 400 {error}, reaches no upstream and charges nothing', async () => {
