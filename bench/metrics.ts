@@ -36,7 +36,7 @@ function timeNs(n: number, fn: (i: number) => void): number {
 // 1. Recording alone.
 const registry = createMetricsRegistry();
 const recordHttp = httpMetrics(registry);
-const router = createRouterMetrics(registry, 'USD', { backends: () => [], usagePending: () => 0 });
+const router = createRouterMetrics(registry, 'USD', { backends: () => [], usage: () => ({ queued: 0, setAside: 0 }) });
 const hot = (i: number) => {
   recordHttp('POST', ROUTES[i & 3]!, 200, 0.0004);
   router.metered(MODELS[i % 3]!, 200, 10, 5, 15_000n);

@@ -1,11 +1,15 @@
 /**
  * Embeddings requests (OpenAI `POST /v1/embeddings`): what a valid body is, an upper bound of its
- * cost for admission, and its token count when the upstream reports no usage. There is no
- * completion: the cost is the input tokens × the model's per-million price, or its per-request price.
+ * cost for admission, its token count when the upstream reports no usage, and the entry point
+ * itself, on the router's metering path (admit, call, commit) like chat. There is no completion:
+ * the cost is the input tokens × the model's per-million price, or its per-request price.
  */
 import { AppError } from '../../platform/errors';
+import { toMajor } from '../../platform/money';
 import { type Price, costOf } from './router.pricing';
+import type { Admitted, ChatRequest, Metered, RequestKind, Served } from './router.service';
 import { countText } from './router.tokens';
+import { type AttemptControl, type Chunk, type Upstream, embedOnce } from './router.upstream';
 
 /** OpenAI's own bound on the number of inputs in one request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -52,7 +56,30 @@ export async function countEmbeddingTokens(body: Record<string, unknown>): Promi
   return n;
 }
 
-export function validEmbeddingUsage(u: unknown): u is { prompt_tokens: number } {
+function validEmbeddingUsage(u: unknown): u is { prompt_tokens: number } {
   const x = u as { prompt_tokens?: unknown } | null;
   return !!x && Number.isInteger(x.prompt_tokens) && (x.prompt_tokens as number) >= 0;
+}
+
+interface Metering {
+  admit(req: ChatRequest, kind: RequestKind): Promise<Admitted>;
+  call<T>(a: Admitted, streamed: boolean, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }>;
+  commit(a: Admitted, m: Metered): Promise<void>;
+}
+
+export function createEmbeddings(metering: Metering, kind: RequestKind, firstByteTimeoutMs: number) {
+  /** The upstream's embeddings answer with `model` as served and `usage` {prompt_tokens, total_tokens, cost}. */
+  async function embed(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
+    const a = await metering.admit(req, kind);
+    const { served, result: response } = await metering.call(a, false, (upstream, slug, control) => embedOnce(upstream, JSON.stringify({ ...req.body, model: slug }), control, firstByteTimeoutMs));
+    served.lease.release();
+    const reported = validEmbeddingUsage(response.usage);
+    const prompt = reported ? (response.usage as { prompt_tokens: number }).prompt_tokens : await countEmbeddingTokens(req.body);
+    const costMicros = costOf(served.candidate.price, prompt, 0);
+    await metering.commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts: { prompt, completion: 0, counted: !reported }, costMicros, status: 200, streamed: false, aborted: false });
+    response.model = served.candidate.slug;
+    response.usage = { prompt_tokens: prompt, total_tokens: prompt, cost: toMajor(costMicros) };
+    return { response, costMicros };
+  }
+  return { embed };
 }

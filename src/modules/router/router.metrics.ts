@@ -6,14 +6,15 @@
  * list. Read at scrape time, so they cost requests nothing: cpd_router_backend_up and
  * cpd_router_backend_inflight{model,backend} from the backend registry (whatever registered the
  * backend: MODEL_BACKENDS, the admin API, a supervised engine; a disabled backend is not in
- * rotation and not listed; its key never appears), and cpd_usage_pending (usage rows accepted but not yet committed).
+ * rotation and not listed; its key never appears), cpd_usage_pending (usage rows waiting for their
+ * batch) and cpd_usage_set_aside (rows that could not be written since start).
  */
 import { Gauge } from 'prom-client';
 import { HotCounter } from '../../platform/metrics/hot';
 import { type MetricsRegistry, metricOnce } from '../../platform/metrics/registry';
 import type { BackendView } from './router.backends';
 
-export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usagePending: () => number }) {
+export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usage: () => { queued: number; setAside: number } }) {
   const counter = (name: string, help: string, labelNames: string[]) => new HotCounter(name, help, labelNames).register(registry);
   const requests = counter('cpd_gateway_requests_total', 'Metered gateway requests, by served model and status', ['model', 'status']);
   const tokens = counter('cpd_gateway_tokens_total', 'Tokens metered, by model and kind (prompt, completion)', ['model', 'kind']);
@@ -29,7 +30,8 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
     g.reset();
     for (const b of sources.backends()) if (b.enabled) g.set({ model: b.model, backend: b.url }, b.inflight);
   });
-  gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) accepted but not yet committed to the database', [], (g) => g.set(sources.usagePending()));
+  gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) waiting to be committed to the database', [], (g) => g.set(sources.usage().queued));
+  gauge('cpd_usage_set_aside', 'Usage rows that could not be written since start, kept in router_usage_set_aside', [], (g) => g.set(sources.usage().setAside));
 
   return {
     /** One metered request. */

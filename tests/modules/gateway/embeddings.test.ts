@@ -95,6 +95,13 @@ describe('embeddings', () => {
     expect(sent.body!.model).toBe('keyed');
   });
 
+  test('the usage row and its debit are committed before the answer ends (no flush needed)', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    await u.client.embeddings.create({ model: 'm1', input: 'one two three' });
+    expect(await usageRows(u.user.id)).toHaveLength(1);
+    expect(await u.balance()).toBe(1_000_000n - 3n * PER_TOKEN);
+  });
+
   test('bad input is 400 {error}, reaches no upstream and charges nothing', async () => {
     const u = await fundedUser(h, 1_000_000n);
     const before = h.up.stats.embeddings;

@@ -168,6 +168,15 @@ describe('responses', () => {
     h.up.reset();
   });
 
+  test('JSON and stream: the usage row and its debit are committed before the answer ends (no flush needed)', async () => {
+    const u = await fundedUser(h, 1_000_000n);
+    await u.client.responses.create({ model: 'm1', input: 'hi' });
+    expect(await usageRows(u.user.id)).toHaveLength(1);
+    for await (const _ of await u.client.responses.create({ model: 'm1', input: 'hi', stream: true })) void _;
+    expect(await usageRows(u.user.id)).toHaveLength(2);
+    expect(await u.balance()).toBe(1_000_000n - 2n * 15n * PER_TOKEN);
+  });
+
   test('bad input is 400 {error}, reaches no upstream and charges nothing', async () => {
     const u = await fundedUser(h, 1_000_000n);
     const before = h.up.stats.completions;
