@@ -1,7 +1,8 @@
 /**
- * The usage writer's retry log: a batch PostgreSQL refuses (a CHECK constraint no new usage row
- * passes, added NOT VALID) is logged with its SQLSTATE and constraint, never with the rows it
- * carried as the statement's parameter; once the database accepts it again, the row is written.
+ * The usage writer's failure log: a row PostgreSQL refuses (prompt_tokens overflowing its column)
+ * is set aside and logged with its reason, while the batch it travelled in (one JSON parameter
+ * holding every row) never reaches a log line: the good row beside it is written, and no line
+ * carries its values, drizzle's "Failed query … params" text, or the overflowing value.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
@@ -9,7 +10,26 @@ import { createBillingService } from '../../../src/modules/billing';
 import { createUsageWriter, type UsageRecord } from '../../../src/modules/router/router.usage';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
-import { waitFor } from '../../support/wait';
+
+const row = (id: string, model: string, promptTokens: number): UsageRecord => ({
+  id,
+  createdAt: new Date(),
+  userId: null,
+  keyId: null,
+  entrypoint: 'chat',
+  model,
+  backend: `http://${model}.invalid`,
+  promptTokens,
+  completionTokens: 1,
+  costMicros: 0n,
+  costUsdMicros: 0n,
+  tokensCounted: true,
+  latencyMs: 5,
+  status: 200,
+  streamed: false,
+  aborted: false,
+  requestId: `request-of-${id}`,
+});
 
 for (const kind of DB_KINDS) {
   describe(`usage writer failure log (${kind})`, () => {
@@ -19,39 +39,30 @@ for (const kind of DB_KINDS) {
     });
     afterAll(() => tc.close());
 
-    test('a refused batch: SQLSTATE and constraint logged, no row value; written once accepted', async () => {
-      const writer = createUsageWriter(tc.ctx, createBillingService(tc.ctx), () => {});
-      const record: UsageRecord = {
-        id: 'use_logsecret0001',
-        createdAt: new Date(),
-        userId: null,
-        keyId: null,
-        entrypoint: 'chat',
-        model: 'model-value-that-must-not-leak',
-        backend: 'http://backend-value-that-must-not-leak.invalid',
-        promptTokens: 31337,
-        completionTokens: 1,
-        costMicros: 0n,
-        costUsdMicros: 0n,
-        tokensCounted: true,
-        latencyMs: 5,
-        status: 200,
-        streamed: false,
-        aborted: false,
-        requestId: 'request-value-that-must-not-leak',
-      };
-      await tc.ctx.database.query(sql.raw('alter table router_usage add constraint usage_refuse_new_rows check (false) not valid'));
-      await writer.enqueue(record);
-      const failed = () => tc.logs.filter((l) => l.includes('usage write failed'));
-      await waitFor(() => failed().length > 0, 'the failed write to be logged');
-      await tc.ctx.database.query(sql.raw('alter table router_usage drop constraint usage_refuse_new_rows'));
-      await writer.flush();
+    test('a refused row: set aside with its reason; its batch and the good row beside it stay out of the logs', async () => {
+      const writer = createUsageWriter(tc.ctx, createBillingService(tc.ctx), 'logs-test', () => {}, { synchronousCommit: true });
+      const first = writer.record(row('use_logfirst00001', 'first-model', 10));
+      // Queued while the first batch is in flight: these two travel together in the next batch.
+      const poison = writer.record(row('use_logpoison0001', 'poison-model', 3_000_000_000));
+      const good = writer.record(row('use_loggoodrow001', 'good-row-value-that-must-not-leak', 31337));
+      expect(await Promise.all([first, poison, good])).toEqual(['written', 'set_aside', 'written']);
 
-      const [line] = failed();
-      expect(JSON.parse(line!).err.cause).toMatchObject({ sqlstate: '23514', constraint: 'usage_refuse_new_rows', table: 'router_usage' });
-      for (const value of [record.id, record.model, record.backend!, record.requestId!, '31337']) expect(line).not.toContain(value);
-      const written = await tc.ctx.database.query<{ model: string }>(sql`select model from router_usage where id = ${record.id}`);
-      expect(written).toEqual([{ model: record.model }]);
+      const setAside = tc.logs.filter((l) => l.includes('row set aside'));
+      expect(setAside).toHaveLength(1);
+      // The set-aside line holds its own row on purpose (to recover it by hand), and only that row.
+      const logged = JSON.parse(setAside[0]!);
+      expect(logged.row.id).toBe('use_logpoison0001');
+      expect(logged.reason).toContain('out of range');
+      expect(logged.reason).not.toContain('3000000000');
+      for (const line of tc.logs) {
+        for (const value of ['good-row-value-that-must-not-leak', 'use_loggoodrow001', '31337', 'Failed query', 'params:'])
+          expect(line).not.toContain(value);
+        if (line !== setAside[0]) expect(line).not.toContain('3000000000');
+      }
+      const written = await tc.ctx.database.query<{ id: string }>(sql`select id from router_usage order by id`);
+      expect(written.map((r) => r.id)).toEqual(['use_logfirst00001', 'use_loggoodrow001']);
+      const kept = await tc.ctx.database.query<{ id: string }>(sql`select id from router_usage_set_aside`);
+      expect(kept.map((r) => r.id)).toEqual(['use_logpoison0001']);
     });
   });
 }
