@@ -10,8 +10,9 @@ DEPS_STAMP := node_modules/.deps-installed
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
 # cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
-# console's browser tests), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium
+# console's browser tests, promtool for the alert rules and the metrics format), installed from
+# Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus
 
 # The web console and the OpenAPI UI, bundled for the browser by Bun.build and embedded in the binary
 # as one generated module (git-ignored); see scripts/build-console.ts.

@@ -21,6 +21,7 @@ import { authPlugin } from './platform/http/auth';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
+import { httpMetricsPlugin, metricsRoutes } from './platform/http/metrics';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
 import { consoleRoutes } from './console';
@@ -61,6 +62,7 @@ export async function buildApp(ctx: AppContext) {
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
+    .use(httpMetricsPlugin(ctx.metrics))
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
@@ -72,6 +74,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     )
     .use(auth)
+    .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
