@@ -11,6 +11,7 @@ import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
 import { type Backend, type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
+import { type KeyHold, type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { routerSettings } from './router.config';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
@@ -19,6 +20,8 @@ import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
+  /** The accounts module's key limits lookup. */
+  keyLimitsOf: KeyLimitsSource;
   billing: UsageDebitor & {
     getBalanceMicros(userId: string): Promise<bigint>;
     onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
@@ -48,6 +51,12 @@ export interface ChatStream extends AsyncIterable<Chunk> {
   headerCostMicros: bigint;
   /** Stops the upstream request; the stream then ends and bills what was delivered. */
   abort(): void;
+}
+
+/** What an admitted request holds until its usage is written: its wallet reservation and its key's spend hold. */
+interface Holds {
+  wallet: Ticket;
+  key: KeyHold | null;
 }
 
 interface Candidate {
@@ -115,6 +124,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     for (const { url, apiKey } of configured) backends.register(slug, url, { source: 'env', apiKey });
   const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
   const admission = createAdmission(deps.billing, ctx.log, settings.admissionWaitMs);
+  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf);
   const usage = createUsageWriter(ctx, deps.billing, admission.committed);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
@@ -203,11 +213,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   /** Ends a request's accounting: the reservation becomes a queued debit and the usage row is queued. */
   async function meter(
     req: ChatRequest,
-    ticket: Ticket | null,
+    ticket: Holds | null,
     row: { entrypoint: string; model: string; backend: string | null; counts: UsageCounts; costMicros: bigint; status: number; streamed: boolean; aborted: boolean; started: number },
   ) {
     const { costMicros } = row;
-    ticket?.settle(costMicros);
+    ticket?.wallet?.settle(costMicros);
     const record: UsageRecord = {
       id: newId('use'),
       createdAt: ctx.clock.now(),
@@ -228,6 +238,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       requestId: req.requestId ?? null,
     };
     await usage.enqueue(record);
+    // The key's hold stays until the row that replaces it in the key's spent amount is committed.
+    const keyHold = ticket?.key;
+    if (keyHold) void usage.flush().finally(() => keyHold.release());
   }
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
@@ -238,11 +251,19 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     validateChatBody(req.body);
     const bodyBytes = req.bodyBytes ?? JSON.stringify(req.body).length;
     const p = plan(req.body, bodyBytes);
-    const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
-    return { p, ticket, started };
+    if (!req.caller) return { p, ticket: null, started };
+    // Every entry point passes here: the key's limits first, then the wallet.
+    const key = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros);
+    try {
+      const wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);
+      return { p, ticket: { wallet, key } as Holds, started };
+    } catch (err) {
+      key?.release();
+      throw err;
+    }
   }
 
-  async function failed(req: ChatRequest, ticket: Ticket | null, p: Plan, started: number, streamed: boolean, err: unknown): Promise<never> {
+  async function failed(req: ChatRequest, ticket: Holds | null, p: Plan, started: number, streamed: boolean, err: unknown): Promise<never> {
     const aborted = req.signal?.aborted === true;
     await meter(req, ticket, {
       entrypoint: p.entrypoint,
@@ -404,6 +425,10 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     openStream,
     streamChat,
     listModels,
+    /** A priced model slug, or a route with a priced model (what an API key may be limited to). */
+    isModel: (name: string) => deps.pricing.priceOf(name) !== null || (settings.routes.get(name)?.models.some((m) => deps.pricing.priceOf(m) !== null) ?? false),
+    /** Spent by each of a user's keys in its current period, from the usage rows. */
+    keySpentBy: keyLimits.spentBy,
     registerBackend: (slug: string, baseUrl: string, opts?: BackendOptions) => backends.register(slug, baseUrl, opts),
     listBackends: backends.list,
     /** PUT /api/admin/router/backends: replaces the admin-managed set on every process; answers the whole list. */

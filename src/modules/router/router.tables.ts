@@ -84,3 +84,19 @@ export const routerBackends = pgTable(
   },
   (t) => [uniqueIndex('router_backends_model_url_key').on(t.model, t.url)],
 );
+
+/**
+ * Reservations of API keys' spend limits: the upper-bound cost of each admitted request of a key
+ * with a spend limit, held until its usage row is committed (then the usage row counts instead).
+ * Shared by every process on the database; a dead process's holds lapse at expires_at.
+ */
+export const routerKeyHolds = pgTable(
+  'router_key_holds',
+  {
+    id: text('id').primaryKey(),
+    keyId: text('key_id').notNull(),
+    micros: bigint('micros', { mode: 'bigint' }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('router_key_holds_key_idx').on(t.keyId)],
+);
