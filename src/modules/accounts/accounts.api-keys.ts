@@ -125,7 +125,6 @@ export function createApiKeyStore(ctx: AppContext) {
 
   async function viewsWithSpent(userId: string, rows: Array<typeof apiKeys.$inferSelect>, policy: KeyPolicy): Promise<ApiKeyView[]> {
     const spent = await policy.spentBy(
-      userId,
       rows.map((r) => ({ keyId: r.id, period: (r.spendPeriod as SpendPeriod | null) ?? 'total' })),
     );
     return rows.map((r) => viewOf(r, spent.get(r.id) ?? 0n));

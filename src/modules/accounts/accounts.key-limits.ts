@@ -30,7 +30,7 @@ export interface KeyPolicy {
   /** A priced model slug, or a route with a priced model. */
   isModel(name: string): boolean;
   /** Spent by each key in its current period (site currency micro-units). */
-  spentBy(userId: string, keys: Array<{ keyId: string; period: SpendPeriod }>): Promise<Map<string, bigint>>;
+  spentBy(keys: Array<{ keyId: string; period: SpendPeriod }>): Promise<Map<string, bigint>>;
 }
 
 export const NO_LIMITS: KeyLimits = { models: null, spendLimitMicros: null, spendPeriod: null, expiresAt: null, rpm: null };

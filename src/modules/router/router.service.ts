@@ -135,6 +135,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     clearTimeout(preload);
     stopProbing();
     await usage.close();
+    await keyLimits.close();
   });
 
   function plan(body: Record<string, unknown>, bodyBytes: number): Plan {

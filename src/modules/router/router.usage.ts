@@ -60,7 +60,7 @@ function upsertRollup(table: string, bucket: 'hour' | 'day') {
 
 /**
  * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
- * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement; rollup rows are
+ * into router_usage and aggregated into router_usage_hourly, router_usage_daily and router_usage_key_daily by one statement; rollup rows are
  * upserted in key order so concurrent writers lock them in the same order.
  */
 function insertStatement(batch: UsageRecord[], currency: string) {
@@ -99,7 +99,14 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
-    ), daily as (${upsertRollup('router_usage_daily', 'day')})
+    ), daily as (${upsertRollup('router_usage_daily', 'day')}
+    ), key_daily as (
+      insert into router_usage_key_daily (day, key_id, cost_micros)
+      select day, key_id, sum(cost_micros) from batch where key_id is not null
+      group by 1, 2
+      order by 1, 2
+      on conflict (day, key_id) do update set cost_micros = router_usage_key_daily.cost_micros + excluded.cost_micros
+    )
     ${upsertRollup('router_usage_hourly', 'hour')}`;
 }
 
