@@ -52,7 +52,11 @@ export async function buildApp(ctx: AppContext) {
   const runtime = createSupervisor(ctx, { registry, router });
   ctx.onShutdown(() => runtime.stop());
 
-  const app = new Elysia()
+  // normalize 'typebox': unknown body fields are dropped, then the body is validated as sent. Elysia's
+  // default (exactMirror) copies a value into the schema's shape before validating, so a string
+  // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
+  // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
+  const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(errorPlugin(ctx.log))
     .use(
