@@ -27,7 +27,7 @@ const Limits = {
   rpm: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 1_000_000, description: 'requests per minute' }))),
 };
 export const ApiKeyBody = t.Object({ name: keyName, ...Limits });
-export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits });
+export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits }, { minProperties: 1, description: "the fields to change; null clears a limit" });
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 
 const User = t.Object({ id: t.String(), email: t.String() });

@@ -86,7 +86,7 @@ for (const kind of DB_KINDS) {
         expect({ body, status: res.status }).toEqual({ body, status: 400 });
         expect(typeof res.body.error).toBe('string');
       }
-      for (const body of [{ models: ['nope'] }, { spend_limit: 1.1234567 }, { rpm: 0 }, { spend_period: 'month' }, { name: '' }]) {
+      for (const body of [{}, { models: ['nope'] }, { spend_limit: 1.1234567 }, { rpm: 0 }, { spend_period: 'month' }, { name: '' }]) {
         expect((await api('PATCH', `/api/api-keys/${u.key.id}`, body)).status).toBe(400);
       }
       expect((await api('GET', '/api/api-keys')).body).toEqual(before);
