@@ -8,6 +8,10 @@
  * the key, or all of the account's keys, at once. The cache only fills while this process is
  * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
  * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
+ *
+ * A key's limits (accounts.key-limits.ts) are cached with it; a PATCH sends the same NOTIFY as a
+ * revoke, so every process reloads the key with its new limits on its next use. An expired key is
+ * refused like a revoked one.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { and, desc, eq, isNull, or, lt } from 'drizzle-orm';
@@ -123,7 +127,7 @@ export function createApiKeyStore(ctx: AppContext) {
     };
   }
 
-  async function viewsWithSpent(userId: string, rows: Array<typeof apiKeys.$inferSelect>, policy: KeyPolicy): Promise<ApiKeyView[]> {
+  async function viewsWithSpent(rows: Array<typeof apiKeys.$inferSelect>, policy: KeyPolicy): Promise<ApiKeyView[]> {
     const spent = await policy.spentBy(
       rows.map((r) => ({ keyId: r.id, period: (r.spendPeriod as SpendPeriod | null) ?? 'total' })),
     );
@@ -136,7 +140,7 @@ export function createApiKeyStore(ctx: AppContext) {
       .from(apiKeys)
       .where(and(eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
       .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
-    return viewsWithSpent(userId, rows, policy);
+    return viewsWithSpent(rows, policy);
   }
 
   /**
@@ -158,7 +162,7 @@ export function createApiKeyStore(ctx: AppContext) {
       return updated !== undefined;
     });
     if (!updated) throw new AppError('not_found', 'API key not found');
-    return (await viewsWithSpent(userId, [updated], policy))[0]!;
+    return (await viewsWithSpent([updated], policy))[0]!;
   }
 
   /** The limits of a key (from the cache the key's lookup filled), or null for an unknown key. */
