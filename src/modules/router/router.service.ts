@@ -218,7 +218,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     row: { entrypoint: string; model: string; backend: string | null; counts: UsageCounts; costMicros: bigint; status: number; streamed: boolean; aborted: boolean; started: number },
   ) {
     const { costMicros } = row;
-    ticket?.wallet?.settle(costMicros);
+    ticket?.wallet.settle(costMicros);
     const record: UsageRecord = {
       id: newId('use'),
       createdAt: ctx.clock.now(),
@@ -237,11 +237,10 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       streamed: row.streamed,
       aborted: row.aborted,
       requestId: req.requestId ?? null,
+      // The key's hold stays until the row that replaces it in the key's spent amount is committed.
+      afterWrite: ticket?.key ? () => ticket.key!.release() : undefined,
     };
     await usage.enqueue(record);
-    // The key's hold stays until the row that replaces it in the key's spent amount is committed.
-    const keyHold = ticket?.key;
-    if (keyHold) void usage.flush().finally(() => keyHold.release());
   }
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
@@ -257,7 +256,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const key = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros);
     try {
       const wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);
-      return { p, ticket: { wallet, key } as Holds, started };
+      const ticket: Holds = { wallet, key };
+      return { p, ticket, started };
     } catch (err) {
       key?.release();
       throw err;

@@ -29,6 +29,8 @@ export interface UsageRecord {
   streamed: boolean;
   aborted: boolean;
   requestId: string | null;
+  /** Called once the row is committed, or given up on (an API key's spend hold is released then). */
+  afterWrite?: () => void;
 }
 
 export interface UsageDebitor {
@@ -160,17 +162,21 @@ export function createUsageWriter(
         queue.splice(0, written.length);
         failures = 0;
         onCommitted(debitsOf(written), balances);
+        for (const r of written) r.afterWrite?.();
         wakeRoom();
       } catch (err) {
         failures++;
         ctx.log.error({ err, rows: batch.length, failures }, 'usage write failed; retrying');
         if (closing && Date.now() > closeDeadline) {
-          for (const r of queue.splice(0)) ctx.log.error({ msg: 'usage row not written', usage: { ...r, costMicros: String(r.costMicros), costUsdMicros: String(r.costUsdMicros) } });
+          for (const { afterWrite, ...r } of queue.splice(0)) {
+            ctx.log.error({ msg: 'usage row not written', usage: { ...r, costMicros: String(r.costMicros), costUsdMicros: String(r.costUsdMicros) } });
+            afterWrite?.();
+          }
           break;
         }
         if (failures > 6 && batch.length === 1) {
           ctx.log.error({ msg: 'usage row dropped after repeated failures', usage_id: batch[0]!.id });
-          queue.splice(0, 1);
+          queue.splice(0, 1)[0]!.afterWrite?.();
           continue;
         }
         await Bun.sleep(Math.min(5_000, 50 * 2 ** failures));
