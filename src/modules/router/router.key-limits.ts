@@ -37,7 +37,7 @@ const HOLD_TTL_MS = 15 * 60_000;
 const LOCK_SPACE = 0x6b6579;
 
 export interface KeyHold {
-  /** After the request's usage row committed (or could not be written): the row counts instead. */
+  /** After the request's usage row committed (or was set aside): the row counts instead. */
   release(): void;
 }
 
