@@ -45,7 +45,7 @@ export async function buildApp(ctx: AppContext) {
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const billing = createBillingService(ctx);
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
   // Independent loads (start-up time, docs/operations.md): the LISTEN connection opens (router) while
   // the caches read, one after the other on the connection the migration check left open.
   await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
@@ -75,7 +75,7 @@ export async function buildApp(ctx: AppContext) {
     )
     .use(auth)
     .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
-    .use(accountsRoutes({ accounts, auth, config: ctx.config }))
+    .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))

@@ -20,6 +20,7 @@ import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { routerSettings } from './router.config';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
+import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { type BackendLease, leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
 import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
@@ -30,6 +31,8 @@ import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
+  /** The accounts module's key limits lookup. */
+  keyLimitsOf: KeyLimitsSource;
   billing: UsageDebitor & {
     grants: {
       request(req: GrantRequest): Promise<GrantAnswer>;
@@ -139,6 +142,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   });
   const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, { synchronousCommit: ctx.config.usageSynchronousCommit });
   const metrics = createRouterMetrics(ctx.metrics, ctx.config.currency, { backends: backends.list, usage: () => ({ queued: usage.queued, setAside: usage.setAside }) });
+  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
@@ -148,7 +152,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     clearTimeout(preload);
     stopProbing();
     await usage.close(DRAIN_DEADLINE_MS);
-    await admission.close();
+    await Promise.all([admission.close(), keyLimits.close()]);
   });
 
   function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind): Plan {
@@ -187,12 +191,32 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
 
-  /** Admit: validation, routing plan and the wallet hold; latency is measured from here. */
+  /**
+   * Admit: validation, routing plan, the API key's limits and the wallet hold; latency is measured
+   * from here. Every entry point passes here, so each gets the key's limits. The ticket ends both
+   * holds when the usage row is committed.
+   */
   async function admit(req: ChatRequest, kind: RequestKind = CHAT): Promise<Admitted> {
     const started = performance.now();
     kind.validate(req.body);
     const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
-    const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
+    if (!req.caller) return { req, plan: p, ticket: null, started };
+    const keyHold = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros);
+    let wallet: Ticket;
+    try {
+      wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);
+    } catch (err) {
+      keyHold?.release();
+      throw err;
+    }
+    const ticket: Ticket = keyHold
+      ? {
+          release() {
+            wallet.release();
+            keyHold.release();
+          },
+        }
+      : wallet;
     return { req, plan: p, ticket, started };
   }
 
@@ -386,6 +410,10 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     openStream,
     streamChat,
     listModels,
+    /** A priced model slug, or a route with a priced model (what an API key may be limited to). */
+    isModel: (name: string) => deps.pricing.priceOf(name) !== null || (settings.routes.get(name)?.models.some((m) => deps.pricing.priceOf(m) !== null) ?? false),
+    /** Spent by each API key in its current period, from the usage rows. */
+    keySpentBy: keyLimits.spentBy,
     registerBackend: (slug: string, baseUrl: string, opts?: BackendOptions) => backends.register(slug, baseUrl, opts),
     listBackends: backends.list,
     /** PUT /api/admin/router/backends: replaces the admin-managed set on every process; answers the whole list. */
