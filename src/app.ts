@@ -21,8 +21,12 @@ import { authPlugin } from './platform/http/auth';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
+import { httpMetricsPlugin, metricsRoutes } from './platform/http/metrics';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
+import { consoleRoutes } from './console';
+
+const API_SPEC_PATH = '/api/docs/json';
 
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
@@ -41,7 +45,7 @@ export async function buildApp(ctx: AppContext) {
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const billing = createBillingService(ctx);
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
   // Independent loads (start-up time, docs/operations.md): the LISTEN connection opens (router) while
   // the caches read, one after the other on the connection the migration check left open.
   await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
@@ -58,16 +62,20 @@ export async function buildApp(ctx: AppContext) {
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
+    .use(httpMetricsPlugin(ctx.metrics))
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
+        // The UI at /api/docs is the console's (embedded Swagger UI); the plugin only serves the spec.
         path: '/api/docs',
-        specPath: '/api/docs/json',
+        specPath: API_SPEC_PATH,
+        provider: null,
         documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
       }),
     )
     .use(auth)
-    .use(accountsRoutes({ accounts, auth, config: ctx.config }))
+    .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
+    .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))
@@ -79,6 +87,7 @@ export async function buildApp(ctx: AppContext) {
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
+    .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
   const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
