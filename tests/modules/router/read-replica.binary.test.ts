@@ -35,8 +35,17 @@ describe('reports on a read replica (DATABASE_READ_URL)', () => {
     const sql = postgres(replica.url!, { max: 1, onnotice: () => {} });
     await sql`insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
       cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted)
-      values (${rowId}, now() - interval '1 minute', ${me.id}, null, 'replica-model', 'replica-model', null, 7, 5,
+      values (${rowId}, now(), ${me.id}, null, 'replica-model', 'replica-model', null, 7, 5,
       1234, 'USD', 1234, false, 12, 200, false, false)`;
+    // Its hourly and daily rollups too, as the usage writer adds them: the cost report reads whole
+    // hours and days from them, and the row's hour may be whole by the time the report runs.
+    for (const [table, bucket] of [['router_usage_hourly', 'hour'], ['router_usage_daily', 'day']] as const) {
+      await sql.unsafe(
+        `insert into ${table} (${bucket}, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
+         values (date_trunc('${bucket}', now() at time zone 'UTC') at time zone 'UTC', $1, 'replica-model', 'replica-model', 1, 12, 1234, 1234)`,
+        [me.id],
+      );
+    }
     await sql.end();
   }, 180_000);
 
