@@ -1,5 +1,5 @@
 /**
- * Environment → typed, validated Config, read once at start-up (DECISIONS §1).
+ * Environment → typed, validated Config, read once at start-up; every variable is optional and a bad value stops start-up with one line naming it.
  * A bad value throws ConfigError naming the variable; the CLI prints it and exits 2.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -155,7 +155,7 @@ type Route = { method: string; path: string; op: Operation; undeclared?: boolean
 type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin';
 type Input = { path: string; query: string; body?: string; contentType?: string; header?: [string, string] };
 
-/** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, DECISIONS §9). */
+/** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, which answer 501). */
 const HIDDEN_ROUTES: Route[] = ['/v1/vaults', '/v1/vaults/{id}', '/v1/agents/environments', '/v1/agents/sessions/{id}/artifacts'].map(
   (path) => ({ method: 'POST', path, op: {} }),
 );

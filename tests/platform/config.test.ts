@@ -8,7 +8,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'cpd-config-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 describe('loadConfig', () => {
-  test('defaults follow DECISIONS §1 for the international site', () => {
+  test('defaults for the international site', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       site: 'intl',

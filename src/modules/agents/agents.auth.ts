@@ -1,5 +1,5 @@
 /**
- * Agent API auth (SPEC "Agent API", DECISIONS §9), a macro of its own because its rules differ
+ * Agent API auth, a macro of its own because its rules differ
  * from the main API's: `Authorization: Bearer <k>` or `ApiKey <k>`, where k is
  *   - a `bfvk-` key of this site: the key's owner is the workspace and is billed;
  *   - AGENT_CLOUD_API_KEY (compared in constant time): the shared workspace, unbilled.

@@ -1,5 +1,5 @@
 /**
- * Keyset cursors for newest-first lists (DECISIONS §2): the cursor is the (created_at, id) of the
+ * Keyset cursors for newest-first lists, stable under concurrent inserts: the cursor is the (created_at, id) of the
  * last row served, base64url-encoded. Rows inserted meanwhile sort before it, so pages never shift.
  */
 import { AppError } from '../../platform/errors';

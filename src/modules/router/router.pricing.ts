@@ -1,5 +1,5 @@
 /**
- * What a request costs. Per DECISIONS §8: (prompt + completion tokens) × the per-million price
+ * What a request costs. (prompt + completion tokens) × the per-million price
  * / 10^6, rounded half up to a micro-unit, or the per-request price. USD for reports: the same on
  * the international site, × USD_PER_CNY (rounded half up) on the China site.
  */

@@ -1,5 +1,5 @@
 /**
- * bun:ffi bindings for the engine and router FFI libraries (RUNTIME.md, C ABI). Every call returns
+ * bun:ffi bindings for the engine and router FFI libraries (the C ABI the aria projects publish). Every call returns
  * 0 / -1 and leaves a thread-local message in *_last_error(); JSON results are written into a
  * caller buffer, which is grown and the call retried when the library reports
  * "buffer too small: need N".

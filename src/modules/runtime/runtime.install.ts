@@ -1,5 +1,5 @@
 /**
- * `cpd engine install` (DECISIONS §10): the release's binary and FFI archives for this OS are
+ * `cpd engine install`: the release's binary and FFI archives for this OS are
  * downloaded into a staging folder, checked (size, SHA-256 when the release gives a digest),
  * unpacked, moved to DATA_DIR/runtimes/<component>/<tag>/ and made `current` by renaming a fresh
  * symlink over it. The version it replaces stays behind `previous` for --rollback. Any failure

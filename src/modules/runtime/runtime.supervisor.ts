@@ -1,5 +1,5 @@
 /**
- * The runtime supervisor of `cpd serve` (DECISIONS §10): one engine process per ENGINES entry,
+ * The runtime supervisor of `cpd serve`: one engine process per ENGINES entry,
  * each on a bundle fetched from the registry and checked through the engine FFI library, and
  * optionally the external aria router whose models (read through its FFI library) become router
  * backends. State changes are written to DATA_DIR/runtimes/state.json for `cpd engine status`.

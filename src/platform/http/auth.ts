@@ -1,8 +1,8 @@
 /**
  * The one auth layer. A route declares the credentials it accepts, `{ auth: ['session', 'key'] }`,
- * and gets `caller`; no module parses Authorization itself (SPEC "Authentication").
+ * and gets `caller`; no module parses Authorization itself.
  *   session: `Authorization: Bearer <session token>` or the `cpd_session` cookie   (S)
- *   query:   `?token=<session token>`, only where SPEC marks Q                      (Q)
+ *   query:   `?token=<session token>`, only on link downloads                        (Q)
  *   key:     `Authorization: Bearer bfvk-…`                                          (K)
  *   admin:   a session whose account has the admin role (403 otherwise)
  */

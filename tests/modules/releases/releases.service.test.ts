@@ -1,6 +1,6 @@
 /**
- * The releases service against a fake GitHub and a fake mirror: every fault in the issue's
- * "Bad input and faults" list, stale copies, single-flight, conditional requests, tags.
+ * The releases service against a fake GitHub and a fake mirror: every upstream fault
+ * (down, slow, malformed, rate limited, not found), stale copies, single-flight, conditional requests, tags.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { loadConfig } from '../../../src/config';

@@ -1,5 +1,5 @@
 /**
- * `cpd engine install`: fake GitHub releases with the fixture engine packaged as RUNTIME.md names
+ * `cpd engine install`: fake GitHub releases with the fixture engine packaged under the aria release names
  * it, fetched through the real releases service.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
