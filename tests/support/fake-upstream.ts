@@ -13,6 +13,9 @@
  *   up.set((body) => (body.tools ? { toolCalls: [{ name: 'f', arguments: '{}' }] } : {}));
  *   up.requests[0].body                   // what the upstream received
  *   await waitFor(() => up.stats.streamsAborted === 1)
+ *   const gate = Promise.withResolvers<void>();
+ *   up.set({ hold: { afterFrames: 2, until: gate.promise } });   // pause a stream mid-way…
+ *   gate.resolve();                                               // …until the test has looked
  *   await up.close();
  *
  * Tokens are deterministic: the content is cut into pieces `/\S+\s*\/g` (a word and its trailing
@@ -45,6 +48,12 @@ export interface FakeBehaviour {
   chunkDelayMs: number;
   /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
   toolCalls: FakeToolCall[] | null;
+  /**
+   * Pause until `until` resolves or the client goes away (default null): before the response
+   * headers when `afterFrames` is 0, else after that many stream frames. Tests that need a request
+   * still running use this instead of a delay, so no timing window can close under load.
+   */
+  hold: { afterFrames: number; until: Promise<void> } | null;
 }
 
 export interface RecordedRequest {
@@ -79,7 +88,14 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   firstByteDelayMs: 0,
   chunkDelayMs: 0,
   toolCalls: null,
+  hold: null,
 };
+
+/** Resolves when `gate` opens or the client goes away, whichever comes first. */
+function heldUntil(gate: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return Promise.race([gate, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
+}
 
 export function piecesOf(content: string): string[] {
   return content.match(/\S+\s*/g) ?? [];
@@ -124,6 +140,7 @@ export async function startFakeUpstream(
       const b = behaviourFor(body);
       const n = ++seq;
       if (b.firstByteDelayMs > 0) await Bun.sleep(b.firstByteDelayMs);
+      if (b.hold?.afterFrames === 0) await heldUntil(b.hold.until, req.signal);
       if (req.signal.aborted) {
         stats.requestsAborted++;
         return new Response(null, { status: 499 });
@@ -150,6 +167,7 @@ export async function startFakeUpstream(
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
         if (i > 0 && b.chunkDelayMs > 0) await Bun.sleep(b.chunkDelayMs);
+        if (i > 0 && i === b.hold?.afterFrames) await heldUntil(b.hold.until, signal);
         if (finished) return;
         if (i < frames.length) {
           controller.enqueue(enc.encode(`data: ${JSON.stringify(frames[i++])}\n\n`));

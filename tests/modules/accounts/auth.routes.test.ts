@@ -3,13 +3,13 @@ import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { testClock } from './test-clock';
+import { manualClock } from '../../support/clock';
 
 const password = 'correct horse battery';
 
 for (const kind of DB_KINDS) {
   describe(`auth routes (${kind})`, () => {
-    const clock = testClock();
+    const clock = manualClock();
     let t: TestApp;
     beforeAll(async () => {
       t = await createTestApp(kind, { SESSION_TTL: '1h', RATE_LIMITS: 'register=100/1m,login=100/1m' }, { clock });

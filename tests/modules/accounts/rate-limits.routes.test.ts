@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
-import { testClock } from './test-clock';
+import { manualClock } from '../../support/clock';
 
 const LIMITS = { RATE_LIMITS: 'login=3/1h,register=2/1h,twofa=3/1h' };
 
@@ -13,7 +13,7 @@ function expect429(res: { status: number; body: unknown; headers: Headers }) {
 }
 
 describe('rate limits behind a trusted proxy', () => {
-  const clock = testClock();
+  const clock = manualClock();
   let t: TestApp;
   let user: Awaited<ReturnType<typeof makeUser>>;
   const from = (address: string) => ({ 'x-forwarded-for': `198.51.100.1, ${address}` });

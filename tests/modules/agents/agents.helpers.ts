@@ -40,28 +40,6 @@ export async function startAgentsApp(kind: DbKind, env: Record<string, string> =
   };
 }
 
-/** A clock the test moves by hand (starts at the real time). */
-export function handClock() {
-  let now = Date.now();
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
-
-/** Polls `read` until `done` holds for its value, or fails after the deadline. */
-export async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean, what = 'condition', deadlineMs = 15_000): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(value)}`);
-    await Bun.sleep(10);
-  }
-}
-
 /** Parses an SSE body with eventsource-parser; also checks every data line is one line of JSON. */
 export function parseSse(text: string): Frame[] {
   const frames: Frame[] = [];

@@ -6,6 +6,7 @@ import { publishArtifact } from '../../../src/modules/registry';
 import type { ObjectStore } from '../../../src/platform/storage';
 import { createTestApp, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
+import { waitFor } from '../../support/wait';
 import { bundleFiles, makeBundle, publish } from './support';
 
 describe('publishing', () => {
@@ -104,9 +105,7 @@ describe('publishing', () => {
       },
     };
     const running = attempt({ path: bundle(bundleFiles(21)), slug: 'swap', quant: 'int8' }, slow);
-    const deadline = Date.now() + 5000;
-    while (!reachedGate && Date.now() < deadline) await Bun.sleep(5);
-    expect(reachedGate).toBe(true);
+    await waitFor(() => reachedGate, 'the publish to reach the object store');
     await t.services.registry.reload();
     const during = await t.request('GET', '/api/models/swap/download?quant=int8&sdk=v1.0&format=json', { token: (await makeUser(t)).token });
     expect(during.status).toBe(200);

@@ -10,10 +10,10 @@ import { AppError } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/logger';
 import { type FakeGitHub, type FakeMirror, startFakeGitHub, startFakeMirror } from '../../support/fake-github';
 import { allRepos, engineRelease } from './fixtures';
-import { HOUR, MINUTE, manualClock } from './manual-clock';
+import { HOUR, MINUTE, manualClock } from '../../support/clock';
 
 /** The releases module holds no tables, so its context needs no database. */
-function releasesContext(env: Record<string, string>, clock = manualClock()) {
+function releasesContext(env: Record<string, string>, clock = manualClock(Date.parse('2026-04-01T00:00:00Z'))) {
   const ctx: AppContext = {
     config: loadConfig({ DATA_DIR: '/nonexistent', ...env }),
     database: undefined as never,
