@@ -90,10 +90,10 @@ describe('cpd command line', () => {
     }
   });
 
-  test('version prints the version', async () => {
+  test('version prints the version, the commit and the target', async () => {
     const r = await run(['version']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^cpd \d+\.\d+\.\d+/);
+    expect(r.stdout.trim()).toMatch(new RegExp(`^cpd \\d+\\.\\d+\\.\\d+ \\(commit [0-9a-f]{12}, ${process.platform}-${process.arch}\\)$`));
   });
 
   test('a bad PORT stops start-up with exit 2 and one line naming PORT', async () => {
