@@ -49,7 +49,7 @@ export function parseRoutes(raw: string | null): Map<string, RouteDef> {
   return routes;
 }
 
-export function routerSettings(config: { routes: string | null; modelBackends: Record<string, string[]>; env: Record<string, string | undefined> }): RouterSettings {
+export function routerSettings(config: { routes: string | null; modelBackends: Record<string, unknown[]>; env: Record<string, string | undefined> }): RouterSettings {
   const env = (name: string, fallback: string) => {
     const v = config.env[name];
     return parseDuration(name, v === undefined || v === '' ? fallback : v);
