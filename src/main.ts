@@ -6,6 +6,7 @@
  * threads) while the server's modules are still loading.
  */
 import { FatalError, UsageError } from './cli/args';
+import { applyEnvFile } from './cli/env-file';
 import { ConfigError } from './config';
 import { pgliteAssets } from './platform/db/pglite-assets';
 
@@ -15,12 +16,15 @@ Usage: cpd <command> [options]
 Commands:
   serve            start the server for one site
   migrate          apply database migrations and exit
-  users create     create an account
+  users            create|list|disable|enable|promote|demote|password: accounts
+  wallet adjust    record a signed wallet adjustment with a reason
   models publish   publish a model file or bundle directory
   engine           install|status: engine and router runtimes
   version          print the version
 
-Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment.
+Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment;
+every command takes \`--env-file FILE\` (KEY=VALUE lines, e.g. /etc/cpd/intl.env), whose values
+win over the shell's.
 `;
 
 type Command = (argv: string[]) => Promise<void> | void;
@@ -28,13 +32,14 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./cli/serve')).serveCommand,
   migrate: async () => (await import('./cli/migrate')).migrateCommand,
   users: async () => (await import('./cli/users')).usersCommand,
+  wallet: async () => (await import('./cli/wallet')).walletCommand,
   models: async () => (await import('./cli/models')).modelsCommand,
   engine: async () => (await import('./cli/engine')).engineCommand,
   version: async () => (await import('./cli/version')).versionCommand,
 };
 
 async function main(argv: string[]) {
-  const [name, ...rest] = argv;
+  const [name, ...rest] = applyEnvFile(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${HELP.trim()}\n`);
     if (!name) process.exitCode = 2;
@@ -57,7 +62,7 @@ main(process.argv.slice(2)).catch((err) => {
   }
   if (err instanceof FatalError) {
     process.stderr.write(`cpd: ${err.message}\n`);
-    process.exit(1);
+    process.exit(err.exitCode);
   }
   process.stderr.write(`cpd: ${(err as Error)?.stack ?? err}\n`);
   process.exit(1);

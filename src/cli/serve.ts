@@ -1,8 +1,7 @@
 import { loadConfig } from '../config';
-import { createContext } from '../platform/context-factory';
-import { migrate } from '../platform/db';
-import { rootMessage } from '../platform/errors';
+import { ensureWritableDir } from '../platform/context-factory';
 import { FatalError, parseCommand } from './args';
+import { migrateForCommand, openForCommand } from './database';
 
 const HELP = `
 Usage: cpd serve
@@ -20,11 +19,14 @@ export const SHUTDOWN_DEADLINE_MS = 10_000;
 export async function serveCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
   const config = loadConfig();
-  const ctx = await createContext(config);
+  // Whatever will write under DATA_DIR is checked now, not at the first payment or upload.
+  config.secretKey();
+  if (config.storageUrl.startsWith('file://')) ensureWritableDir(config.storageUrl.slice('file://'.length), config.env.STORAGE_URL ? 'STORAGE_URL' : 'DATA_DIR');
+  const ctx = await openForCommand(config);
   // The migration check connects first; the app's modules load while PostgreSQL sets up that
   // connection (start-up time, docs/operations.md). buildApp still runs only once it is done.
   // Settled into a value at once: a failure while the modules load is no unhandled rejection.
-  const migrated = migrate(ctx.database).then(
+  const migrated = migrateForCommand(ctx).then(
     (names) => ({ names }),
     (err: unknown) => ({ err }),
   );
@@ -32,13 +34,13 @@ export async function serveCommand(argv: string[]) {
   const migration = await migrated;
   if ('err' in migration) {
     await ctx.shutdown();
-    throw new FatalError(`migrations failed: ${rootMessage(migration.err)}`);
+    throw migration.err;
   }
   const applied = migration.names;
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
   const { app, services } = await buildApp(ctx);
   try {
-    // The API's limit (64 MiB, a JSON 413) is checked by the error plugin; this one only bounds chunked bodies.
+    // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
     app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120 });
   } catch (err) {
     await ctx.shutdown();
