@@ -42,8 +42,9 @@ describe('ZIP download on the wire (dist/cpd)', () => {
     await Bun.write(join(bundle, 'config.json'), '{"format":"aria-quant-bundle","format_version":2}');
     await Bun.write(join(bundle, 'weight.bin'), crypto.getRandomValues(new Uint8Array(3 * 1024 * 1024 + 7)));
     await Bun.write(join(bundle, 'tokenizer', 'tokenizer.json'), '{"version":"1.0"}');
-    // The embedded database admits one process: account and publish first, then serve.
+    // The embedded database admits one process: database, account and publish first, then serve.
     for (const args of [
+      ['migrate'],
       ['users', 'create', '--email', 'zip@example.com', '--password', 'long enough password'],
       ['models', 'publish', bundle, '--slug', 'wire', '--quant', 'int4', '--sdk', 'v1.0'],
     ]) {
