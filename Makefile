@@ -6,15 +6,19 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench migrations clean deps test-tools release release-check release-tools
+.PHONY: run test build check lint typecheck bench migrations clean deps test-tools console release release-check release-tools
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
-# cc for the FFI fixtures, python3 whose csv module reads the usage export, jq for the README
-# walkthrough), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 jq:jq
+# cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
+# console's browser tests, jq for the README walkthrough), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium jq:jq
 # `make release-check` runs the linux-arm64 artifact under qemu with Debian's arm64 glibc as its root.
 RELEASE_TOOLS := qemu-aarch64-static:qemu-user-static /usr/aarch64-linux-gnu/lib/libc.so.6:libc6-arm64-cross \
   /usr/aarch64-linux-gnu/lib/libgcc_s.so.1:libgcc-s1-arm64-cross
+
+# The web console and the OpenAPI UI, bundled for the browser by Bun.build and embedded in the binary
+# as one generated module (git-ignored); see scripts/build-console.ts.
+CONSOLE_BUNDLE := src/console/bundle.generated.ts
 
 run: build
 	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve
@@ -32,14 +36,24 @@ test-tools release-tools:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# A Chinese font, so the console's screenshots of the China site show its text (assertions read the DOM, not pixels).
+	@if ! fc-list :lang=zh family 2>/dev/null | grep -q .; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq fonts-wqy-microhei || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-wqy-microhei; }; \
+	fi
 
 build: dist/cpd
+
+console: $(CONSOLE_BUNDLE)
+
+$(CONSOLE_BUNDLE): $(DEPS_STAMP) scripts/build-console.ts $(shell find src/console/app -type f 2>/dev/null)
+	$(BUN) scripts/build-console.ts
 
 # `cpd version` names the commit and target (scripts/release.ts sets the same for each release target).
 BUILD_DEFINES = --define CPD_BUILD_COMMIT='"$(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"' \
   --define CPD_BUILD_TARGET='"$(shell uname -s | tr A-Z a-z)-$(shell uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')"'
 
-dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json Makefile
+dist/cpd: $(DEPS_STAMP) $(CONSOLE_BUNDLE) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json Makefile
 	@mkdir -p dist
 	@# Build to a private name, then rename: running copies keep their file, parallel builds do not clash.
 	@# Why each flag:
@@ -56,7 +70,7 @@ dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGEL
 	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --splitting --format=esm --minify-whitespace --minify-syntax --sourcemap=none $(BUILD_DEFINES) --outfile $$tmp && mv -f $$tmp dist/cpd
 
 # One executable per supported host in dist/release/ with SHA256SUMS (scripts/release.ts says how).
-release: $(DEPS_STAMP)
+release: $(DEPS_STAMP) $(CONSOLE_BUNDLE)
 	$(BUN) scripts/release.ts
 
 # The linux-arm64 artifact under qemu: version, /healthz, register and login on the embedded database.
@@ -65,8 +79,9 @@ release-check: release release-tools
 
 check: typecheck lint
 
-typecheck: $(DEPS_STAMP)
+typecheck: $(DEPS_STAMP) $(CONSOLE_BUNDLE)
 	$(BUN) x tsc --noEmit -p .
+	$(BUN) x tsc --noEmit -p src/console/app
 
 lint: $(DEPS_STAMP)
 	$(BUN) x biome lint src tests bench scripts

@@ -23,6 +23,9 @@ import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
+import { consoleRoutes } from './console';
+
+const API_SPEC_PATH = '/api/docs/json';
 
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
@@ -61,8 +64,10 @@ export async function buildApp(ctx: AppContext) {
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
+        // The UI at /api/docs is the console's (embedded Swagger UI); the plugin only serves the spec.
         path: '/api/docs',
-        specPath: '/api/docs/json',
+        specPath: API_SPEC_PATH,
+        provider: null,
         documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
       }),
     )
@@ -79,6 +84,7 @@ export async function buildApp(ctx: AppContext) {
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
+    .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
     .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
 
   const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
