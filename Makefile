@@ -10,8 +10,9 @@ DEPS_STAMP := node_modules/.deps-installed
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
 # cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
-# console's browser tests, jq for the README walkthrough), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium jq:jq
+# console's browser tests, promtool for the alert rules and the metrics format, jq for the README
+# walkthrough), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus jq:jq
 # `make release-check` runs the linux-arm64 artifact under qemu with Debian's arm64 glibc as its root.
 RELEASE_TOOLS := qemu-aarch64-static:qemu-user-static /usr/aarch64-linux-gnu/lib/libc.so.6:libc6-arm64-cross \
   /usr/aarch64-linux-gnu/lib/libgcc_s.so.1:libgcc-s1-arm64-cross

@@ -6,10 +6,12 @@
  *             wallet admission, and the usage row + rollups + wallet debit committed before each
  *             answer ends (group commit, USAGE_SYNCHRONOUS_COMMIT=on: each commit waits for the WAL flush)
  *   cpd-async the same with USAGE_SYNCHRONOUS_COMMIT=off (the commit does not wait for the flush)
+ *   cpd+rules the first cpd process with a key limited to models and requests per minute
+ *   cpd+spend the first cpd process with a key that has a spend limit (a hold in the database per request)
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
  * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
  * ratio cpd ÷ bare; SSE added time-to-first-byte and inter-chunk gap with 512 concurrent streams,
- * and stalled streams. Targets: added p50 at c=1 ≤ 0.35 ms; req/s at c=64 ≥ 0.5 × bare; zero stalled.
+ * and stalled streams; the added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms; req/s at c=64 ≥ 0.5 × bare; zero stalled.
  *
  *   bun bench/gateway.ts          (N1=2000 N64=20000 to change the request counts;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
@@ -139,6 +141,9 @@ async function main() {
   await services.pricing.setModelPrices([{ slug: 'bench', unit: 'per_million_tokens', price: 0.5 }]);
   const user = await services.accounts.createUser({ email: 'bench@example.com', password: 'bench-password' });
   const key = await makeApiKey({ services }, user.id);
+  const keyPolicy = { isModel: (m: string) => m === 'bench', spentBy: async () => new Map() };
+  const rulesKey = await services.accounts.createApiKey(user.id, { name: 'rules', models: ['bench'], rpm: 100_000_000 }, keyPolicy);
+  const spendKey = await services.accounts.createApiKey(user.id, { name: 'spend', spend_limit: 1_000_000, spend_period: 'month' }, keyPolicy);
   await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000_000_000n, reference: 'bench', description: 'bench funds' });
   await tc.close();
 
@@ -182,8 +187,11 @@ async function main() {
     { name: 'bare', url: bare, headers: {} },
     { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` } },
     { name: 'cpd-async', url: cpdAsync, headers: { authorization: `Bearer ${key.key}` } },
+    { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` } },
+    { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` } },
     { name: 'portkey', url: portkey, headers: portkeyHeaders },
   ];
+  const streamTargets = targets.filter((t) => !t.name.startsWith('cpd+'));
   for (const t of targets) await load(t, 500, 16); // warm-up: JIT, pools, caches
 
   for (const [c, n] of [
@@ -197,15 +205,17 @@ async function main() {
     for (const t of targets) {
       const r = results[t.name]!;
       const added = t.name === 'direct' ? '' : `  added p50 ${f2(r.p50 - d.p50)} ms, p99 ${f2(r.p99 - d.p99)} ms`;
-      console.log(`  ${t.name.padEnd(9)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  failed ${r.failed}${added}`);
+      console.log(`  ${t.name.padEnd(10)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  failed ${r.failed}${added}`);
     }
+    for (const limited of ['cpd+rules', 'cpd+spend'])
+      console.log(`  key limits (${limited}) added p50 over the plain key: ${f2(results[limited]!.p50 - results.cpd!.p50)} ms${c === 1 ? ' (target ≤ 0.35 ms)' : ''}`);
     const ratio = (name: string) => (results[name]!.rps / results.bare!.rps).toFixed(2);
     console.log(`  req/s ÷ bare proxy: cpd ${ratio('cpd')}, cpd-async ${ratio('cpd-async')} (target at c=64 ≥ 0.5); portkey ${ratio('portkey')}`);
   }
 
   console.log(`\nSSE, ${STREAMS} concurrent streams of 20 chunks 10 ms apart`);
   const streams: Record<string, Awaited<ReturnType<typeof sse>>> = {};
-  for (const t of targets) {
+  for (const t of streamTargets) {
     streams[t.name] = await sse(t);
     const s = streams[t.name]!;
     console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  stalled ${s.stalled}`);

@@ -21,6 +21,7 @@ import { authPlugin } from './platform/http/auth';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
+import { httpMetricsPlugin, metricsRoutes } from './platform/http/metrics';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
 import { consoleRoutes } from './console';
@@ -44,7 +45,7 @@ export async function buildApp(ctx: AppContext) {
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const billing = createBillingService(ctx);
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
   // Independent loads (start-up time, docs/operations.md): the LISTEN connection opens (router) while
   // the caches read, one after the other on the connection the migration check left open.
   await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
@@ -61,6 +62,7 @@ export async function buildApp(ctx: AppContext) {
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
+    .use(httpMetricsPlugin(ctx.metrics))
     .use(errorPlugin(ctx.log))
     .use(
       openapi({
@@ -72,7 +74,8 @@ export async function buildApp(ctx: AppContext) {
       }),
     )
     .use(auth)
-    .use(accountsRoutes({ accounts, auth, config: ctx.config }))
+    .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
+    .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))

@@ -48,6 +48,8 @@ export interface Config {
   /** RATE_LIMITS overrides of the named limits (platform/http/rate-limit.ts has the defaults). */
   rateLimits: Partial<Record<LimitName, RateLimit>>;
   engines: string | null;
+  /** METRICS_TOKEN: the bearer token GET /metrics asks for; null: loopback clients only. */
+  metricsToken: string | null;
   /** Prompt tokens the admission counts for each image part of a request (IMAGE_TOKENS). */
   imageTokens: number;
   /** Completion tokens the admission counts for a request that sets no max_tokens (ADMISSION_DEFAULT_MAX_TOKENS). */
@@ -230,6 +232,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: oneOf('TRUST_PROXY', get('TRUST_PROXY') ?? 'false', ['true', 'false'] as const) === 'true',
     rateLimits: rateLimitsFrom(get('RATE_LIMITS')),
     engines: get('ENGINES') ?? null,
+    metricsToken: metricsToken(get('METRICS_TOKEN')),
     imageTokens: number('IMAGE_TOKENS', get('IMAGE_TOKENS') ?? '1500', { min: 1, integer: true }),
     admissionDefaultMaxTokens: number('ADMISSION_DEFAULT_MAX_TOKENS', get('ADMISSION_DEFAULT_MAX_TOKENS') ?? '4096', { min: 1, integer: true }),
     walletGrantTtlMs: parseDuration('WALLET_GRANT_TTL', get('WALLET_GRANT_TTL') ?? '30s'),
@@ -237,6 +240,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     env,
   };
+}
+
+function metricsToken(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  if (raw.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  return raw;
 }
 
 function rateLimitsFrom(raw: string | undefined) {

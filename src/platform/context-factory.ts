@@ -6,6 +6,7 @@ import type { AppContext } from './context';
 import { openDatabase } from './db';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
+import { createMetricsRegistry } from './metrics/registry';
 
 export interface OpenOptions {
   /**
@@ -41,6 +42,7 @@ export async function createContext(
     database,
     log,
     clock: systemClock,
+    metrics: createMetricsRegistry(),
     onShutdown: (fn) => closers.push(fn),
     async shutdown() {
       for (const fn of closers.reverse()) {

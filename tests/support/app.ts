@@ -12,6 +12,7 @@ import type { Clock } from '../../src/platform/clock';
 import { systemClock } from '../../src/platform/clock';
 import type { AppContext } from '../../src/platform/context';
 import { createLogger } from '../../src/platform/logger';
+import { createMetricsRegistry } from '../../src/platform/metrics/registry';
 import { createTestDatabase, type DbKind, type TestDatabase } from './db';
 
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef0123456789';
@@ -46,6 +47,7 @@ export async function createTestContext(
     database: testDb.database,
     log: createLogger(config.logLevel, sink),
     clock: opts.clock ?? systemClock,
+    metrics: createMetricsRegistry(),
     onShutdown: (fn) => closers.push(fn),
   };
   return {

@@ -5,6 +5,9 @@
  *   GET  /v1/models             {object: 'list', data: [{id, object: 'model', …}]}
  *   POST /v1/chat/completions   JSON, or SSE when `stream: true` (usage in a final chunk with
  *                               empty `choices` when `stream_options.include_usage` is true)
+ *   POST /v1/embeddings         {object: 'list', data: [{object: 'embedding', index, embedding}], usage}:
+ *                               each input's vector is [its index, its token count, 0.5]; a text's
+ *                               tokens are its pieces (below), a token array's its length
  *
  * Usage:
  *   const up = await startFakeUpstream({ models: ['m1'] });
@@ -55,6 +58,8 @@ export interface FakeBehaviour {
    * still running use this instead of a delay, so no timing window can close under load.
    */
   hold: { afterFrames: number; until: Promise<void> } | null;
+  /** The finish reason sent; null = 'stop' (or 'tool_calls' with toolCalls) (default null). */
+  finishReason: string | null;
 }
 
 export interface RecordedRequest {
@@ -75,7 +80,7 @@ export interface FakeUpstream {
   /** Every request received, oldest first (GET /v1/models included). */
   requests: RecordedRequest[];
   /** requestsAborted: completions whose client went away before the answer (JSON or before a stream's headers). */
-  stats: { completions: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
+  stats: { completions: number; embeddings: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
   close(): Promise<void>;
 }
 
@@ -90,6 +95,7 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   chunkDelayMs: 0,
   toolCalls: null,
   hold: null,
+  finishReason: null,
 };
 
 /** Resolves when `gate` opens or the client goes away, whichever comes first. */
@@ -112,7 +118,7 @@ export async function startFakeUpstream(
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
   const requests: RecordedRequest[] = [];
-  const stats = { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
+  const stats = { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
 
   const behaviourFor = (body: Record<string, any>): FakeBehaviour => ({
     ...FAKE_DEFAULTS,
@@ -136,6 +142,13 @@ export async function startFakeUpstream(
 
       if (req.method === 'GET' && path === '/v1/models') {
         return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });
+      }
+      if (req.method === 'POST' && path === '/v1/embeddings') {
+        stats.embeddings++;
+        const b = behaviourFor(body ?? {});
+        if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+        if (!body || body.input === undefined) return Response.json({ error: { message: 'input required', type: 'invalid_request_error' } }, { status: 400 });
+        return Response.json(embeddingsOf(body, b));
       }
       if (req.method !== 'POST' || path !== '/v1/chat/completions') return Response.json({ error: { message: 'not found' } }, { status: 404 });
       if (!body || !Array.isArray(body.messages)) return Response.json({ error: { message: 'messages required', type: 'invalid_request_error' } }, { status: 400 });
@@ -198,7 +211,7 @@ export async function startFakeUpstream(
     reset() {
       source = opts.behaviour ?? {};
       requests.length = 0;
-      Object.assign(stats, { completions: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
+      Object.assign(stats, { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
     },
     requests,
     stats,
@@ -227,7 +240,7 @@ function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
     object: 'chat.completion',
     created: 1700000000,
     model: body.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: tools ? 'tool_calls' : 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: b.finishReason ?? (tools ? 'tool_calls' : 'stop') }],
     ...(b.usage ? { usage: usageOf(b, tools ? tools.length : piecesOf(b.content).length) } : {}),
   };
 }
@@ -245,7 +258,7 @@ function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Reco
     tools.forEach((t, i) => {
       frames.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...t }] }, finish_reason: null }], ...extra });
     });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }], ...extra });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'tool_calls' }], ...extra });
   } else {
     const parts = piecesOf(b.content);
     pieces = parts.length;
@@ -253,8 +266,25 @@ function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Reco
       const delta = i === 0 ? { role: 'assistant', content: p } : { content: p };
       frames.push({ ...base, choices: [{ index: 0, delta, finish_reason: null }], ...extra });
     });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], ...extra });
+    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'stop' }], ...extra });
   }
   if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, pieces) });
   return frames;
+}
+
+function embeddingsOf(body: Record<string, any>, b: FakeBehaviour) {
+  const input = body.input;
+  const items: Array<string | number[]> = typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number') ? [input] : input;
+  const tokens = items.map((x) => (typeof x === 'string' ? piecesOf(x).length : x.length));
+  const total = tokens.reduce((a, n) => a + n, 0);
+  return {
+    object: 'list',
+    model: body.model,
+    // base64 (what the openai client asks for by default): the float32 vector's little-endian bytes.
+    data: items.map((_, i) => {
+      const vector = [i, tokens[i]!, 0.5];
+      return { object: 'embedding', index: i, embedding: body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector };
+    }),
+    ...(b.usage ? { usage: { prompt_tokens: total, total_tokens: total } } : {}),
+  };
 }

@@ -8,6 +8,10 @@
  * the key, or all of the account's keys, at once. The cache only fills while this process is
  * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
  * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
+ *
+ * A key's limits (accounts.key-limits.ts) are cached with it; a PATCH sends the same NOTIFY as a
+ * revoke, so every process reloads the key with its new limits on its next use. An expired key is
+ * refused like a revoked one.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { and, desc, eq, isNull, or, lt } from 'drizzle-orm';
@@ -17,6 +21,7 @@ import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';
 import { newId, randomBase62 } from '../../platform/ids';
+import { type KeyLimits, type KeyLimitsInput, type KeyPolicy, type LimitsView, type SpendPeriod, NO_LIMITS, applyLimits, limitsView } from './accounts.key-limits';
 import { apiKeys, users } from './accounts.tables';
 
 export const REVOKE_CHANNEL = 'cpd_api_key_revoked';
@@ -33,7 +38,7 @@ const ECHO_WAIT_MS = 2_000;
  */
 const REVOKE_GRACE_MS = 100;
 
-export interface ApiKeyView {
+export interface ApiKeyView extends LimitsView {
   id: string;
   prefix: string;
   name: string;
@@ -41,9 +46,24 @@ export interface ApiKeyView {
   last_used_at: string | null;
 }
 
+const limitsOfRow = (r: typeof apiKeys.$inferSelect): KeyLimits => ({
+  models: r.models,
+  spendLimitMicros: r.spendLimitMicros,
+  spendPeriod: r.spendPeriod as SpendPeriod | null,
+  expiresAt: r.expiresAt,
+  rpm: r.rpm,
+});
+
+const limitsColumns = (l: KeyLimits) => ({ models: l.models, spendLimitMicros: l.spendLimitMicros, spendPeriod: l.spendPeriod, expiresAt: l.expiresAt, rpm: l.rpm });
+
+/** For keys made without the router at hand (CLI, tests): no model can be named, nothing spent yet. */
+const NO_MODELS: KeyPolicy = { isModel: () => false, spentBy: async () => new Map() };
+
 export function createApiKeyStore(ctx: AppContext) {
   const { db } = ctx.database;
-  const cache = new Map<string, { caller: Caller; at: number }>();
+  const cache = new Map<string, { caller: Caller; limits: KeyLimits; at: number }>();
+  /** The limits of the cached keys, by key id, for the router's admission. */
+  const limitsByKey = new Map<string, KeyLimits>();
   const lastUsedWritten = new Map<string, number>();
   const echoWaiters = new Map<string, Array<() => void>>();
   const pendingWrites = new Set<Promise<unknown>>();
@@ -56,19 +76,28 @@ export function createApiKeyStore(ctx: AppContext) {
     revokesHeard++;
     const userId = payload.startsWith(USER_PAYLOAD) ? payload.slice(USER_PAYLOAD.length) : null;
     for (const [hash, entry] of cache) {
-      if (userId === null ? entry.caller.keyId === payload : entry.caller.userId === userId) cache.delete(hash);
+      if (userId === null ? entry.caller.keyId === payload : entry.caller.userId === userId) {
+        cache.delete(hash);
+        limitsByKey.delete(entry.caller.keyId!);
+      }
     }
+    limitsByKey.delete(payload);
     lastUsedWritten.delete(payload);
     for (const wake of echoWaiters.get(payload) ?? []) wake();
     echoWaiters.delete(payload);
   }
 
+  function dropAll() {
+    cache.clear();
+    limitsByKey.clear();
+  }
+
   /** LISTENs once per process (lazily: the CLI never needs it); unlistens at shutdown. */
   function ensureListening(): Promise<void> {
     // On every (re)connect the cache is dropped: a revoke announced while disconnected was missed.
-    listening ??= ctx.database.listen(REVOKE_CHANNEL, forget, () => cache.clear()).then((unlisten) => {
+    listening ??= ctx.database.listen(REVOKE_CHANNEL, forget, dropAll).then((unlisten) => {
       ctx.onShutdown(async () => {
-        cache.clear();
+        dropAll();
         await Promise.allSettled(pendingWrites);
         await unlisten();
       });
@@ -76,26 +105,72 @@ export function createApiKeyStore(ctx: AppContext) {
     return listening;
   }
 
-  async function createApiKey(userId: string, name: string) {
+  /** `input`: a name, or a name with limits (checked against `policy`). */
+  async function createApiKey(userId: string, input: string | (KeyLimitsInput & { name: string }), policy: KeyPolicy = NO_MODELS) {
+    if (typeof input === 'string') input = { name: input };
+    const now = ctx.clock.now();
+    const limits = applyLimits(NO_LIMITS, input, policy, now, true);
     const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
-    const row = { id: newId('key'), userId, site: ctx.config.site, name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: ctx.clock.now() };
+    const row = { id: newId('key'), userId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, ...limitsColumns(limits) };
     await db.insert(apiKeys).values(row);
-    return { id: row.id, key, prefix: row.prefix, name, created_at: row.createdAt.toISOString(), last_used_at: null as string | null };
+    return { ...viewOf({ ...row, lastUsedAt: null, revokedAt: null }, 0n), key };
   }
 
-  async function listApiKeys(userId: string): Promise<ApiKeyView[]> {
-    const rows = await db
-      .select()
-      .from(apiKeys)
-      .where(and(eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
-      .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
-    return rows.map((r) => ({
+  function viewOf(r: typeof apiKeys.$inferSelect, spent: bigint): ApiKeyView {
+    return {
       id: r.id,
       prefix: r.prefix,
       name: r.name,
       created_at: r.createdAt.toISOString(),
       last_used_at: r.lastUsedAt?.toISOString() ?? null,
-    }));
+      ...limitsView(limitsOfRow(r), spent),
+    };
+  }
+
+  async function viewsWithSpent(rows: Array<typeof apiKeys.$inferSelect>, policy: KeyPolicy): Promise<ApiKeyView[]> {
+    const spent = await policy.spentBy(
+      rows.map((r) => ({ keyId: r.id, period: (r.spendPeriod as SpendPeriod | null) ?? 'total' })),
+    );
+    return rows.map((r) => viewOf(r, spent.get(r.id) ?? 0n));
+  }
+
+  async function listApiKeys(userId: string, policy: KeyPolicy): Promise<ApiKeyView[]> {
+    const rows = await db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
+      .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+    return viewsWithSpent(rows, policy);
+  }
+
+  /**
+   * Changes the caller's own key; a missing, foreign or revoked key is 404. Every replica drops its
+   * cached copy before the answer (the same notification as a revoke), so new limits hold at once.
+   */
+  async function updateApiKey(userId: string, keyId: string, input: KeyLimitsInput & { name?: string }, policy: KeyPolicy): Promise<ApiKeyView> {
+    const mine = and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt));
+    const [current] = await db.select().from(apiKeys).where(mine).limit(1);
+    if (!current) throw new AppError('not_found', 'API key not found');
+    const limits = applyLimits(limitsOfRow(current), input, policy, ctx.clock.now(), false);
+    let updated: typeof apiKeys.$inferSelect | undefined;
+    await revokeEverywhere(keyId, async (tx) => {
+      [updated] = await tx
+        .update(apiKeys)
+        .set({ ...(input.name !== undefined ? { name: input.name } : {}), ...limitsColumns(limits) })
+        .where(mine)
+        .returning();
+      return updated !== undefined;
+    });
+    if (!updated) throw new AppError('not_found', 'API key not found');
+    return (await viewsWithSpent([updated], policy))[0]!;
+  }
+
+  /** The limits of a key (from the cache the key's lookup filled), or null for an unknown key. */
+  async function limitsOf(keyId: string): Promise<KeyLimits | null> {
+    const cached = limitsByKey.get(keyId);
+    if (cached) return cached;
+    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
+    return row ? limitsOfRow(row) : null;
   }
 
   /**
@@ -156,23 +231,33 @@ export function createApiKeyStore(ctx: AppContext) {
     // processed before a cached key is trusted (setImmediate runs after pending I/O).
     await new Promise((resolve) => setImmediate(resolve));
     const cached = cache.get(hash);
-    let caller = cached && now - cached.at < CACHE_TTL_MS ? cached.caller : null;
+    const fresh = cached && now - cached.at < CACHE_TTL_MS ? cached : null;
+    let caller = fresh?.caller ?? null;
+    let limits = fresh?.limits ?? NO_LIMITS;
     if (!caller) {
       const before = revokesHeard;
       const [row] = await db
-        .select({ keyId: apiKeys.id, site: apiKeys.site, userId: users.id, email: users.email, isAdmin: users.isAdmin })
+        .select({ key: apiKeys, email: users.email, isAdmin: users.isAdmin })
         .from(apiKeys)
         .innerJoin(users, eq(users.id, apiKeys.userId))
         .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt), eq(users.disabled, false)))
         .limit(1);
       // A key of the other site is refused like an unknown one: a site's credentials are its own.
-      if (!row || row.site !== ctx.config.site) return null;
-      caller = { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.keyId };
+      if (!row || row.key.site !== ctx.config.site) return null;
+      caller = { userId: row.key.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.key.id };
+      limits = limitsOfRow(row.key);
       if (revokesHeard === before) {
-        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-        cache.set(hash, { caller, at: now });
+        if (cache.size >= CACHE_MAX) {
+          const [oldHash, oldest] = cache.entries().next().value!;
+          cache.delete(oldHash);
+          limitsByKey.delete(oldest.caller.keyId!);
+        }
+        cache.set(hash, { caller, limits, at: now });
+        limitsByKey.set(caller.keyId!, limits);
       }
     }
+    // An expired key is refused like a revoked one, wherever keys are accepted.
+    if (limits.expiresAt && limits.expiresAt.getTime() <= now) return null;
     touch(caller.keyId!, now);
     return caller;
   }
@@ -192,5 +277,5 @@ export function createApiKeyStore(ctx: AppContext) {
     pendingWrites.add(write);
   }
 
-  return { createApiKey, listApiKeys, revokeApiKey, refuseKeysOf, callerForKey };
+  return { createApiKey, listApiKeys, updateApiKey, revokeApiKey, refuseKeysOf, callerForKey, limitsOf };
 }

@@ -7,6 +7,7 @@ import type { Server } from 'bun';
 import type { Config } from '../../config';
 import { type authPlugin, SESSION_COOKIE } from '../../platform/http/auth';
 import { clientAddress } from '../../platform/http/client-address';
+import type { KeyPolicy } from './accounts.key-limits';
 import type { AccountsService, RequestMeta } from './accounts.service';
 import * as s from './accounts.schemas';
 
@@ -14,9 +15,11 @@ export interface AccountsRoutesDeps {
   accounts: AccountsService;
   auth: ReturnType<typeof authPlugin>;
   config: Config;
+  /** Which models a key may name, and what keys spent (the router's). */
+  keyPolicy: KeyPolicy;
 }
 
-export const accountsRoutes = ({ accounts, auth, config }: AccountsRoutesDeps) => {
+export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRoutesDeps) => {
   const meta = (request: Request, server: Server<unknown> | null): RequestMeta => ({
     address: clientAddress(request, server, config.trustProxy),
     userAgent: request.headers.get('user-agent'),
@@ -103,15 +106,22 @@ export const accountsRoutes = ({ accounts, auth, config }: AccountsRoutesDeps) =
       },
       { auth: ['session'], params: s.IdParams },
     )
-    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId), { auth: ['session'], response: { 200: s.ApiKeyList } })
+    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId, keyPolicy), { auth: ['session'], response: { 200: s.ApiKeyList } })
     .post(
       '/api/api-keys',
       async ({ caller, body, set }) => {
+        const created = await accounts.createApiKey(caller.userId, body, keyPolicy);
         set.status = 201;
-        return accounts.createApiKey(caller.userId, body.name);
+        return created;
       },
       { auth: ['session'], body: s.ApiKeyBody, response: { 201: s.CreatedApiKey } },
     )
+    .patch('/api/api-keys/:id', ({ caller, params, body }) => accounts.updateApiKey(caller.userId, params.id, body, keyPolicy), {
+      auth: ['session'],
+      params: s.IdParams,
+      body: s.ApiKeyPatch,
+      response: { 200: s.ApiKey },
+    })
     .delete(
       '/api/api-keys/:id',
       async ({ caller, params, set }) => {

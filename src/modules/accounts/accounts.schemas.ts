@@ -18,7 +18,16 @@ export const LoginBody = t.Object({
 export const VerifyBody = t.Object({ challenge_token: t.String({ minLength: 1, maxLength: 128 }), code });
 export const CodeBody = t.Object({ code });
 export const ChangePasswordBody = t.Object({ current_password: t.String({ minLength: 1, maxLength: 128 }), new_password: password });
-export const ApiKeyBody = t.Object({ name: t.String({ minLength: 1, maxLength: 100 }) });
+const keyName = t.String({ minLength: 1, maxLength: 100 });
+const Limits = {
+  models: t.Optional(t.Nullable(t.Array(t.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 200, description: 'allowed model slugs or route names' }))),
+  spend_limit: t.Optional(t.Nullable(t.Number({ minimum: 0, description: 'major units of the site currency, at most 6 decimals' }))),
+  spend_period: t.Optional(t.Nullable(t.Union([t.Literal('day'), t.Literal('month'), t.Literal('total')], { description: 'UTC day or month; total (default) is the key life' }))),
+  expires_at: t.Optional(t.Nullable(t.String({ maxLength: 64, description: 'ISO 8601' }))),
+  rpm: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 1_000_000, description: 'requests per minute' }))),
+};
+export const ApiKeyBody = t.Object({ name: keyName, ...Limits });
+export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits }, { minProperties: 1, description: "the fields to change; null clears a limit" });
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 
 const User = t.Object({ id: t.String(), email: t.String() });
@@ -45,7 +54,20 @@ export const SessionList = t.Array(
     current: t.Boolean(),
   }),
 );
-const ApiKey = t.Object({ id: t.String(), prefix: t.String(), name: t.String(), created_at: t.String(), last_used_at: t.Nullable(t.String()) });
+const ApiKey = t.Object({
+  id: t.String(),
+  prefix: t.String(),
+  name: t.String(),
+  created_at: t.String(),
+  last_used_at: t.Nullable(t.String()),
+  models: t.Nullable(t.Array(t.String())),
+  spend_limit: t.Nullable(t.Number()),
+  spend_period: t.Nullable(t.String()),
+  spent: t.Number({ description: 'spent in the current period (all time when there is no period)' }),
+  expires_at: t.Nullable(t.String()),
+  rpm: t.Nullable(t.Integer()),
+});
+export { ApiKey };
 export const ApiKeyList = t.Array(ApiKey);
 export const CreatedApiKey = t.Object({ ...ApiKey.properties, key: t.String() });
 export const TwoFactorSetup = t.Object({ secret: t.String(), otpauth_url: t.String() });

@@ -300,6 +300,9 @@ export function createAccountsService(ctx: AppContext) {
     setPassword: admin.setPassword,
     createApiKey: keys.createApiKey,
     listApiKeys: keys.listApiKeys,
+    updateApiKey: keys.updateApiKey,
+    /** The limits of an API key, for the router's admission (null: no such key). */
+    keyLimitsOf: keys.limitsOf,
     revokeApiKey: keys.revokeApiKey,
     setupTwoFactor: twoFactor.setup,
     async enableTwoFactor(userId: string, code: string, meta: RequestMeta) {

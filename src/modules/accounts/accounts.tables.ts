@@ -54,6 +54,13 @@ export const apiKeys = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
+    /** Limits (all optional): allowed model slugs or route names, a spend limit per period, expiry, requests per minute. */
+    models: text('models').array(),
+    spendLimitMicros: bigint('spend_limit_micros', { mode: 'bigint' }),
+    /** day | month | total; set exactly when spend_limit_micros is. */
+    spendPeriod: text('spend_period'),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
+    rpm: integer('rpm'),
   },
   (t) => [uniqueIndex('api_keys_key_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId)],
 );

@@ -3,3 +3,4 @@ export { createAccountsService, type AccountsService, type UserView } from './ac
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';
 export { accountsRoutes } from './accounts.routes';
+export type { KeyLimits, KeyPolicy, SpendPeriod } from './accounts.key-limits';

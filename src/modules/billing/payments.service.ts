@@ -11,6 +11,7 @@ import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { HotCounter } from '../../platform/metrics/hot';
 import { payments } from './billing.tables';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
@@ -40,6 +41,9 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
+  // cpd_payments_total{provider,status}: payments created (pending) and each move to paid, failed or expired, counted once.
+  const paymentsCounter = new HotCounter('cpd_payments_total', 'Payments created (status pending) and settled (paid, failed, expired), by provider', ['provider', 'status']).register(ctx.metrics);
+  const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
   const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
   /** Checks in a fixed order, so the first problem is the one reported: provider known, currency, bounds, decimals, enabled. */
@@ -78,6 +82,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     };
     const inserted = await db.insert(payments).values(row).onConflictDoNothing().returning({ id: payments.id });
     if (inserted.length === 0) return replayCreate((await byIdempotencyKey(userId, idempotencyKey!))!, requestHash);
+    counted(provider.id, 'pending');
 
     let order: Awaited<ReturnType<PaymentProvider['createOrder']>>;
     try {
@@ -90,7 +95,8 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
       });
     } catch (err) {
       log.error({ err, payment_id: row.id, provider: provider.id }, 'provider refused to create the order');
-      await db.update(payments).set({ status: 'failed', updatedAt: ctx.clock.now() }).where(and(eq(payments.id, row.id), eq(payments.status, 'pending')));
+      const failed = await db.update(payments).set({ status: 'failed', updatedAt: ctx.clock.now() }).where(and(eq(payments.id, row.id), eq(payments.status, 'pending'))).returning({ id: payments.id });
+      if (failed.length) counted(provider.id, 'failed');
       throw new AppError('upstream', 'the payment provider is unavailable, try again');
     }
     const [saved] = await db
@@ -240,7 +246,8 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
    * status paid and does nothing); a wrong amount or currency is recorded and not credited.
    */
   async function settle(providerId: PaymentProviderId, report: ProviderReport, source: string): Promise<Payment> {
-    return db.transaction(async (tx) => {
+    let moved: string | null = null;
+    const settled = await db.transaction(async (tx) => {
       const [p] = await tx
         .select()
         .from(payments)
@@ -275,13 +282,18 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
           description: `Top-up ${p.id} (${p.provider})`,
         });
         log.info({ payment_id: p.id, source, was: p.status }, 'payment paid and credited');
+        moved = 'paid';
         return paid!;
       }
       if (p.status !== 'pending' || report.status === 'pending') return p;
       const [next] = await tx.update(payments).set({ status: report.status, updatedAt: now }).where(eq(payments.id, p.id)).returning();
       log.info({ payment_id: p.id, source, status: report.status }, 'payment settled');
+      moved = report.status;
       return next!;
     });
+    // Counted after the commit, so a rolled-back settlement is not.
+    if (moved) counted(providerId, moved);
+    return settled;
   }
 
   /** POST /api/payments/webhooks/{provider}: the signature is checked on the raw body before anything is read. */

@@ -19,4 +19,14 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       auth: ['key'],
       parse: 'none',
       detail: { summary: 'OpenAI chat completions, JSON or SSE; billed to the key owner; X-Cost header', tags: ['gateway'] },
+    })
+    .post('/v1/embeddings', ({ caller, request }) => deps.gateway.embeddings(caller, request, requestIdOf(request)), {
+      auth: ['key'],
+      parse: 'none',
+      detail: { summary: 'OpenAI embeddings; billed on input tokens; X-Cost header', tags: ['gateway'] },
+    })
+    .post('/v1/responses', ({ caller, request }) => deps.gateway.responses(caller, request, requestIdOf(request)), {
+      auth: ['key'],
+      parse: 'none',
+      detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'] },
     });

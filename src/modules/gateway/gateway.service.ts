@@ -14,9 +14,11 @@ import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
-import { type RouterService, rawJsonOf } from '../router';
+import { type Chunk, type ChatStream, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
+import { ResponseAssembler } from './gateway.responses';
+import { chatBodyOf } from './gateway.responses.request';
 
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
 
@@ -45,25 +47,32 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
     return { body: body as Record<string, unknown>, bytes: raw.byteLength };
   }
 
-  async function chat(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+  /** The per-key limit, then the body: the router request every endpoint starts from. */
+  async function routerRequest(caller: Caller, request: Request, requestId: string | undefined) {
     limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
     const { body, bytes } = await readBody(request);
-    const req = { caller: { userId: caller.userId, keyId: caller.keyId }, body, bodyBytes: bytes, signal: request.signal, requestId };
-    if (body.stream !== true) {
-      const { response, costMicros } = await router.completeChat(req);
-      return new Response(JSON.stringify(response), { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
-    }
-    const stream = await router.openStream(req);
+    return { caller: { userId: caller.userId, keyId: caller.keyId }, body, bodyBytes: bytes, signal: request.signal, requestId };
+  }
+
+  const jsonAnswer = (body: unknown, costMicros: bigint) =>
+    new Response(JSON.stringify(body), { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+
+  /** An SSE answer: each chunk of the router's stream becomes the frames `frames` makes of it; `end` closes the stream. */
+  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
+      // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
       async pull(controller) {
-        const { value, done } = await chunks.next();
-        if (done) {
-          controller.enqueue(encoder.encode('data: [DONE]\n\n'));
-          controller.close();
-          return;
+        for (;;) {
+          const { value, done } = await chunks.next();
+          if (done) {
+            if (end) controller.enqueue(encoder.encode(end));
+            controller.close();
+            return;
+          }
+          const text = frames(value);
+          if (text) return controller.enqueue(encoder.encode(text));
         }
-        controller.enqueue(encoder.encode(`data: ${rawJsonOf(value) ?? JSON.stringify(value)}\n\n`));
       },
       async cancel() {
         stream.abort();
@@ -81,12 +90,53 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
     });
   }
 
+  async function chat(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    const req = await routerRequest(caller, request, requestId);
+    if (req.body.stream !== true) {
+      const { response, costMicros } = await router.completeChat(req);
+      return jsonAnswer(response, costMicros);
+    }
+    const stream = await router.openStream(req);
+    return sseAnswer(stream, (chunk) => `data: ${rawJsonOf(chunk) ?? JSON.stringify(chunk)}\n\n`, 'data: [DONE]\n\n');
+  }
+
+  async function embeddings(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    const { response, costMicros } = await router.embed(await routerRequest(caller, request, requestId));
+    return jsonAnswer(response, costMicros);
+  }
+
+  /** The Responses API, served through chat completions (see gateway.responses*.ts). */
+  async function responses(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    const req = await routerRequest(caller, request, requestId);
+    const asked = req.body;
+    const chatReq = { ...req, body: chatBodyOf(asked) };
+    if (asked.stream !== true) {
+      const { response, costMicros } = await router.completeChat(chatReq);
+      return jsonAnswer(new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response), costMicros);
+    }
+    const stream = await router.openStream(chatReq);
+    const assembler = new ResponseAssembler(asked, stream.model);
+    const sse = (events: Array<{ type: string }>) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+    let started = false;
+    return sseAnswer(
+      stream,
+      (chunk) => {
+        const head = started ? '' : sse(assembler.start());
+        started = true;
+        // The router's last chunk carries the usage (and cost) and no choices: it ends the response.
+        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return head + sse(assembler.finish(chunk.usage as Record<string, unknown>));
+        return head + sse(assembler.chunk(chunk));
+      },
+      '',
+    );
+  }
+
   function models(caller: Caller) {
     limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
     return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
   }
 
-  return { chat, models, maxBodyBytes: maxBody };
+  return { chat, embeddings, responses, models, maxBodyBytes: maxBody };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;

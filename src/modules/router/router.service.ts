@@ -19,7 +19,10 @@ import { type Ticket, createAdmission } from './router.admission';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { routerSettings } from './router.config';
+import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
+import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { type BackendLease, leaseBackend } from './router.lease';
+import { createRouterMetrics } from './router.metrics';
 import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
 import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countPromptTokens, countText, loadTokenizer } from './router.tokens';
@@ -28,6 +31,8 @@ import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
+  /** The accounts module's key limits lookup. */
+  keyLimitsOf: KeyLimitsSource;
   billing: UsageDebitor & {
     grants: {
       request(req: GrantRequest): Promise<GrantAnswer>;
@@ -101,6 +106,15 @@ export interface Metered {
   aborted: boolean;
 }
 
+/** What kind of request a body is: how it is validated and how its cost is bounded for admission. */
+export interface RequestKind {
+  validate(body: unknown): asserts body is Record<string, unknown>;
+  estimate(price: Price, bodyBytes: number, body: Record<string, unknown>, settings: EstimateSettings): bigint;
+}
+
+const CHAT: RequestKind = { validate: validateChatBody, estimate: estimateCost };
+const EMBEDDINGS: RequestKind = { validate: validateEmbeddingsBody, estimate: estimateEmbeddingCost };
+
 const CLIENT_CLOSED = 499;
 const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, counted: false };
 
@@ -127,6 +141,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     waitMs: settings.admissionWaitMs,
   });
   const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, { synchronousCommit: ctx.config.usageSynchronousCommit });
+  const metrics = createRouterMetrics(ctx.metrics, ctx.config.currency, { backends: backends.list, usage: () => ({ queued: usage.queued, setAside: usage.setAside }) });
+  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
@@ -136,12 +152,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     clearTimeout(preload);
     stopProbing();
     await usage.close(DRAIN_DEADLINE_MS);
-    await admission.close();
+    await Promise.all([admission.close(), keyLimits.close()]);
   });
 
-  const estimate = (c: Candidate, body: Record<string, unknown>, bodyBytes: number) => estimateCost(c.price, bodyBytes, body, estimates);
-
-  function plan(body: Record<string, unknown>, bodyBytes: number): Plan {
+  function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind): Plan {
+    const estimate = (c: Candidate) => kind.estimate(c.price, bodyBytes, body, estimates);
     const asked = body.model as string;
     const route = settings.routes.get(asked);
     const priced = (slug: string): Candidate | null => {
@@ -155,7 +170,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       candidates = pricedModels.filter((c) => backends.has(c.slug));
       if (!candidates.length) throw new AppError('unavailable', `no backend serves route "${asked}"`);
       if (route.strategy === 'cheapest') {
-        const est = new Map(candidates.map((c) => [c.slug, estimate(c, body, bodyBytes)]));
+        const est = new Map(candidates.map((c) => [c.slug, estimate(c)]));
         candidates.sort((a, b) => (est.get(a.slug)! < est.get(b.slug)! ? -1 : est.get(a.slug)! > est.get(b.slug)! ? 1 : 0));
       } else if (route.strategy === 'least-loaded') {
         candidates.sort((a, b) => backends.load(a.slug) - backends.load(b.slug));
@@ -168,7 +183,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     }
     let estimateMicros = 0n;
     for (const c of candidates) {
-      const e = estimate(c, body, bodyBytes);
+      const e = estimate(c);
       if (e > estimateMicros) estimateMicros = e;
     }
     return { entrypoint: asked, candidates, estimateMicros };
@@ -176,12 +191,32 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
 
-  /** Admit: validation, routing plan and the wallet hold; latency is measured from here. */
-  async function admit(req: ChatRequest): Promise<Admitted> {
+  /**
+   * Admit: validation, routing plan, the API key's limits and the wallet hold; latency is measured
+   * from here. Every entry point passes here, so each gets the key's limits. The ticket ends both
+   * holds when the usage row is committed.
+   */
+  async function admit(req: ChatRequest, kind: RequestKind = CHAT): Promise<Admitted> {
     const started = performance.now();
-    validateChatBody(req.body);
-    const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length);
-    const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
+    kind.validate(req.body);
+    const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
+    if (!req.caller) return { req, plan: p, ticket: null, started };
+    const keyHold = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros);
+    let wallet: Ticket;
+    try {
+      wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);
+    } catch (err) {
+      keyHold?.release();
+      throw err;
+    }
+    const ticket: Ticket = keyHold
+      ? {
+          release() {
+            wallet.release();
+            keyHold.release();
+          },
+        }
+      : wallet;
     return { req, plan: p, ticket, started };
   }
 
@@ -258,6 +293,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       a.ticket?.release();
     }
     if (outcome !== 'written') throw new AppError('unavailable', 'the usage of this request could not be recorded, so it is not answered (nothing was billed)');
+    metrics.metered(m.model, m.status, m.counts.prompt, m.counts.completion, m.costMicros);
   }
 
   function payloadFor(body: Record<string, unknown>, slug: string, stream: boolean): string {
@@ -366,11 +402,18 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     return [...models.sort(), ...routes];
   }
 
+  const embeddings = createEmbeddings({ admit, call, commit }, EMBEDDINGS, settings.firstByteTimeoutMs);
+
   return {
     completeChat,
+    embed: embeddings.embed,
     openStream,
     streamChat,
     listModels,
+    /** A priced model slug, or a route with a priced model (what an API key may be limited to). */
+    isModel: (name: string) => deps.pricing.priceOf(name) !== null || (settings.routes.get(name)?.models.some((m) => deps.pricing.priceOf(m) !== null) ?? false),
+    /** Spent by each API key in its current period, from the usage rows. */
+    keySpentBy: keyLimits.spentBy,
     registerBackend: (slug: string, baseUrl: string, opts?: BackendOptions) => backends.register(slug, baseUrl, opts),
     listBackends: backends.list,
     /** PUT /api/admin/router/backends: replaces the admin-managed set on every process; answers the whole list. */
@@ -385,7 +428,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     /** Usage rows waiting for a batch, and rows set aside since start (for metrics). */
     usageStats: () => ({ queued: usage.queued, setAside: usage.setAside }),
     /**
-     * The path every entry point takes, for endpoints beyond chat completions: admit(req) holds the
+     * The path every entry point takes, for endpoints beyond chat completions: admit(req, kind?) holds the
      * cost's upper bound; call(admitted, streamed, attempt) leases the backend that answers;
      * commit(admitted, metered) writes the usage and its debit before the answer may end (and ends
      * the hold). Release the lease (served.lease.release()) when the upstream is done.

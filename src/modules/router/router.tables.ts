@@ -86,6 +86,36 @@ export const routerBackends = pgTable(
 );
 
 /**
+ * What each API key spent per UTC day, upserted with the usage rows (same statement), so a key's
+ * spent amount for its day, month or life is a read of at most a few hundred rows, whatever its traffic.
+ */
+export const routerUsageKeyDaily = pgTable(
+  'router_usage_key_daily',
+  {
+    day: timestamp('day', { withTimezone: true, mode: 'date' }).notNull(),
+    keyId: text('key_id').notNull(),
+    costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.day] })],
+);
+
+/**
+ * Reservations of API keys' spend limits: the upper-bound cost of each admitted request of a key
+ * with a spend limit, held until its usage row is committed (then the usage row counts instead).
+ * Shared by every process on the database; a dead process's holds lapse at expires_at.
+ */
+export const routerKeyHolds = pgTable(
+  'router_key_holds',
+  {
+    id: text('id').primaryKey(),
+    keyId: text('key_id').notNull(),
+    micros: bigint('micros', { mode: 'bigint' }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('router_key_holds_key_idx').on(t.keyId)],
+);
+
+/**
  * Usage rows the writer could not insert (a value the columns cannot hold, a refused debit), kept
  * whole with the reason so an operator can bill them by hand; they never block the other rows.
  */

@@ -83,15 +83,24 @@ async function errorFromStatus(res: Response): Promise<AttemptError> {
   return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
 }
 
-function post(upstream: Upstream, payload: string, signal: AbortSignal) {
-  return fetch(`${upstream.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal });
+function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
+  return fetch(`${upstream.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal });
 }
 
 /** A JSON completion; throws AttemptError. */
-export async function completeOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+export function completeOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(upstream, '/chat/completions', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.choices), 'a chat completion');
+}
+
+/** An embeddings answer (`data` a list); throws AttemptError. */
+export function embedOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(upstream, '/embeddings', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.data), 'an embeddings list');
+}
+
+async function jsonOnce(upstream: Upstream, path: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number, valid: (data: Chunk) => boolean, what: string): Promise<Chunk> {
   control.arm(firstByteTimeoutMs, 'upstream answer');
   try {
-    const res = await post(upstream, payload, control.signal);
+    const res = await post(upstream, payload, control.signal, path);
     if (!res.ok) throw await errorFromStatus(res);
     const text = await res.text();
     let data: unknown;
@@ -100,8 +109,7 @@ export async function completeOnce(upstream: Upstream, payload: string, control:
     } catch {
       throw new AttemptError('upstream', 'upstream answered something that is not JSON');
     }
-    if (!data || typeof data !== 'object' || !Array.isArray((data as Chunk).choices))
-      throw new AttemptError('upstream', 'upstream answered JSON that is not a chat completion');
+    if (!data || typeof data !== 'object' || !valid(data as Chunk)) throw new AttemptError('upstream', `upstream answered JSON that is not ${what}`);
     return data as Chunk;
   } catch (err) {
     throw failureOf(err, control);

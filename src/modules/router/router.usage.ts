@@ -87,7 +87,8 @@ const jsonOf = (r: UsageRecord) => ({
 
 /**
  * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
- * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement;
+ * into router_usage and aggregated into router_usage_hourly, router_usage_daily and (per API key)
+ * router_usage_key_daily by one statement;
  * only rows inserted now are added up (a replay adds nothing); rollup rows are upserted in key
  * order so concurrent writers lock them in the same order.
  */
@@ -108,7 +109,14 @@ const INSERT_SQL = `
       returning id
     ), inserted as (
       select batch.* from batch join usage_rows using (id)
-    ), daily as (${upsertRollup('router_usage_daily', 'day')})
+    ), daily as (${upsertRollup('router_usage_daily', 'day')}
+    ), key_daily as (
+      insert into router_usage_key_daily (day, key_id, cost_micros)
+      select day, key_id, sum(cost_micros) from inserted where key_id is not null
+      group by 1, 2
+      order by 1, 2
+      on conflict (day, key_id) do update set cost_micros = router_usage_key_daily.cost_micros + excluded.cost_micros
+    )
     ${upsertRollup('router_usage_hourly', 'hour')}`;
 
 export function createUsageWriter(

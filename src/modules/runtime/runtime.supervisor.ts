@@ -14,6 +14,7 @@ import { checkBundle, connectRouter, locateLibrary } from './runtime.ffi';
 import { DEFAULT_ROTATION, RotatingLog, type RotationOptions } from './runtime.logs';
 import { findInstalledFile, logsDir } from './runtime.paths';
 import { binaryFileName, type RuntimeComponent } from './runtime.platform';
+import { registerRuntimeMetrics } from './runtime.metrics';
 import { writeRuntimeState } from './runtime.state';
 import { DEFAULT_TIMINGS, type ProcessSpec, SupervisedProcess, type Timings } from './runtime.process';
 
@@ -55,6 +56,7 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
 
   const status = () => processes.map((p) => p.status());
   const writeState = () => writeRuntimeState(config.dataDir, status());
+  registerRuntimeMetrics(ctx.metrics, status);
 
   function supervise(spec: Omit<ProcessSpec, 'log'>): SupervisedProcess {
     const output = new RotatingLog(join(logsDir(config.dataDir), `${spec.name}.log`), rotation);

@@ -11,6 +11,7 @@ import m8 from '../../../migrations/0008_payments_recheck.sql' with { type: 'tex
 import m9 from '../../../migrations/0009_router_backends.sql' with { type: 'text' };
 import m10 from '../../../migrations/0010_operations.sql' with { type: 'text' };
 import m11 from '../../../migrations/0011_durable_usage.sql' with { type: 'text' };
+import m12 from '../../../migrations/0012_key_limits.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -26,4 +27,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0009_router_backends', sql: m9 },
   { name: '0010_operations', sql: m10 },
   { name: '0011_durable_usage', sql: m11 },
+  { name: '0012_key_limits', sql: m12 },
 ];

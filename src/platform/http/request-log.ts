@@ -12,6 +12,11 @@ export function requestIdOf(request: Request): string | undefined {
   return started.get(request)?.id;
 }
 
+/** When the request arrived (performance.now()), for the duration metric. */
+export function requestStartOf(request: Request): number | undefined {
+  return started.get(request)?.at;
+}
+
 export const requestLogPlugin = (log: Logger) =>
   new Elysia({ name: 'cpd/request-log' })
     .onRequest(({ set, request }) => {

@@ -36,12 +36,13 @@ for (const kind of DB_KINDS) {
     test('create answers 201 with the full key once; list answers an array without it', async () => {
       const created = await t.request('POST', '/api/api-keys', { token: user.token, body: { name: 'ci' } });
       expect(created.status).toBe(201);
-      expect(created.body).toEqual({ id: expect.any(String), key: expect.stringMatching(/^bfvk-[0-9A-Za-z]{40}$/), prefix: expect.any(String), name: 'ci', created_at: clock.now().toISOString(), last_used_at: null });
+      const noLimits = { models: null, spend_limit: null, spend_period: null, spent: 0, expires_at: null, rpm: null };
+      expect(created.body).toEqual({ id: expect.any(String), key: expect.stringMatching(/^bfvk-[0-9A-Za-z]{40}$/), prefix: expect.any(String), name: 'ci', created_at: clock.now().toISOString(), last_used_at: null, ...noLimits });
       expect(created.body.prefix).toBe(created.body.key.slice(0, 12));
 
       const list = await t.request('GET', '/api/api-keys', { token: user.token });
       expect(list.status).toBe(200);
-      expect(list.body).toEqual([{ id: created.body.id, prefix: created.body.prefix, name: 'ci', created_at: created.body.created_at, last_used_at: null }]);
+      expect(list.body).toEqual([{ id: created.body.id, prefix: created.body.prefix, name: 'ci', created_at: created.body.created_at, last_used_at: null, ...noLimits }]);
       expect(list.text).not.toContain(created.body.key);
       expect((await t.request('GET', '/api/api-keys', { token: other.token })).body).toEqual([]);
       const stored = await t.ctx.database.query<{ key_hash: string }>(sql`select key_hash from api_keys where id = ${created.body.id}`);

@@ -8,6 +8,7 @@ import { createReleasesService, type ReleasesOptions } from '../../../src/module
 import type { AppContext } from '../../../src/platform/context';
 import { AppError } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/logger';
+import { createMetricsRegistry } from '../../../src/platform/metrics/registry';
 import { type FakeGitHub, type FakeMirror, startFakeGitHub, startFakeMirror } from '../../support/fake-github';
 import { allRepos, engineRelease } from './fixtures';
 import { HOUR, MINUTE, manualClock } from '../../support/clock';
@@ -19,6 +20,7 @@ function releasesContext(env: Record<string, string>, clock = manualClock(Date.p
     database: undefined as never,
     log: createLogger('silent'),
     clock,
+    metrics: createMetricsRegistry(),
     onShutdown: () => {},
   };
   return { ctx, clock };

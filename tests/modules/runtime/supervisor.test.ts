@@ -11,6 +11,7 @@ import { createSupervisor, type Supervisor, type Timings } from '../../../src/mo
 import { createTestApp, type TestApp } from '../../support/app';
 import { makeApiKey, makeUser } from '../../support/make';
 import { buildFixtures, livePids, makeBundle, waitFor } from '../../support/runtime-fixtures';
+import { scrape } from '../../support/prometheus';
 
 const fx = buildFixtures();
 const work = mkdtempSync(join(tmpdir(), 'cpd-supervisor-'));
@@ -128,6 +129,28 @@ describe('runtime supervisor', () => {
       .join('');
     expect(deltas).toBe('echo: streamed words');
     expect(sse.trimEnd().endsWith('data: [DONE]')).toBe(true);
+
+    // Embeddings: the engine serves them too (float vectors; 2 + 1 words at 2 per million tokens = 6 micro-units).
+    await t.services.router.flushUsage();
+    const balance = await t.services.billing.getBalanceMicros(userId);
+    const embedded = await fetch(`${baseUrl}/v1/embeddings`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'echo', input: ['hello engine', 'x'] }),
+    });
+    expect(embedded.status).toBe(200);
+    const vectors = (await embedded.json()) as { data: Array<{ embedding: number[] }>; usage: { prompt_tokens: number } };
+    expect(vectors.data.map((d) => d.embedding)).toEqual([
+      [0, 2, 12],
+      [1, 1, 1],
+    ]);
+    expect(vectors.usage.prompt_tokens).toBe(3);
+    await t.services.router.flushUsage();
+    expect(balance - (await t.services.billing.getBalanceMicros(userId))).toBe(6n);
+    // The process state is a metric too.
+    const metrics = await scrape(`${baseUrl}/metrics`);
+    expect(metrics.value('cpd_runtime_engine_state', { name: engine!.name, state: 'ready' })).toBe(1);
+    expect(metrics.value('cpd_runtime_engine_state', { name: engine!.name, state: 'backoff' })).toBe(0);
 
     // Visible to admins, and in the state file `cpd engine status` reads.
     const admin = await makeUser(t, { admin: true });

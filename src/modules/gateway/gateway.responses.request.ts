@@ -1,0 +1,159 @@
+/**
+ * OpenAI Responses request → chat completions request, so every backend that speaks chat serves
+ * the Responses API too. Responses are not stored, so what needs a stored response
+ * (`previous_response_id`, `item_reference`) is refused rather than silently ignored, and so are
+ * hosted tools (web search, file search, …): only function tools have a chat equivalent.
+ */
+import { AppError } from '../../platform/errors';
+
+type Json = Record<string, unknown>;
+
+const invalid = (message: string) => new AppError('invalid', message);
+const isObject = (v: unknown): v is Json => !!v && typeof v === 'object' && !Array.isArray(v);
+
+const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+
+/** A Responses content part → a chat content part. */
+function partOf(part: unknown, where: string): Json {
+  if (!isObject(part)) throw invalid(`${where} must be an object`);
+  switch (part.type) {
+    case 'input_text':
+    case 'output_text':
+      if (typeof part.text !== 'string') throw invalid(`${where}.text must be a string`);
+      return { type: 'text', text: part.text };
+    case 'refusal':
+      return { type: 'text', text: typeof part.refusal === 'string' ? part.refusal : '' };
+    case 'input_image': {
+      if (typeof part.image_url !== 'string') throw invalid(`${where}.image_url must be a string (file_id images need stored files, which this gateway does not keep)`);
+      return { type: 'image_url', image_url: { url: part.image_url, ...(typeof part.detail === 'string' ? { detail: part.detail } : {}) } };
+    }
+    default:
+      throw invalid(`${where}.type ${JSON.stringify(part.type)} is not a supported content part (input_text, output_text, refusal, input_image)`);
+  }
+}
+
+function contentOf(content: unknown, where: string): string | Json[] {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw invalid(`${where}.content must be a string or an array of content parts`);
+  return content.map((p, i) => partOf(p, `${where}.content[${i}]`));
+}
+
+/** Text of a function_call_output's output: a string, or the text of its parts. */
+function outputText(output: unknown, where: string): string {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output)) return output.map((p, i) => (isObject(p) && typeof p.text === 'string' ? p.text : JSON.stringify(partOf(p, `${where}.output[${i}]`)))).join('');
+  throw invalid(`${where}.output must be a string or an array of content parts`);
+}
+
+function messagesOf(input: unknown): Json[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  if (!Array.isArray(input) || input.length === 0) throw invalid('input is required: a string or a non-empty array of items');
+  const messages: Json[] = [];
+  input.forEach((item, i) => {
+    const where = `input[${i}]`;
+    if (!isObject(item)) throw invalid(`${where} must be an object`);
+    // An item without a type is a message (the easy input form: {role, content}).
+    const type = item.type ?? 'message';
+    switch (type) {
+      case 'message': {
+        if (typeof item.role !== 'string' || !ROLES.has(item.role)) throw invalid(`${where}.role must be one of user, assistant, system, developer`);
+        // Chat backends know `system`; `developer` is its newer name.
+        messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: contentOf(item.content, where) });
+        return;
+      }
+      case 'function_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string')
+          throw invalid(`${where}: a function_call needs call_id, name and arguments (strings)`);
+        const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } };
+        // Consecutive calls are one assistant turn with several tool calls, as chat expects.
+        const last = messages.at(-1);
+        if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) (last.tool_calls as Json[]).push(call);
+        else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+        return;
+      }
+      case 'function_call_output': {
+        if (typeof item.call_id !== 'string') throw invalid(`${where}.call_id must be a string`);
+        messages.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output, where) });
+        return;
+      }
+      case 'reasoning':
+        // A previous answer's reasoning, sent back by clients that replay output: chat has no place for it.
+        return;
+      case 'item_reference':
+        throw invalid(`${where}: item_reference needs stored responses, which this gateway does not keep`);
+      default:
+        throw invalid(`${where}.type ${JSON.stringify(type)} is not a supported item type (message, function_call, function_call_output, reasoning)`);
+    }
+  });
+  if (messages.length === 0) throw invalid('input has no message');
+  return messages;
+}
+
+function toolsOf(tools: unknown): Json[] | undefined {
+  if (tools === undefined) return undefined;
+  if (!Array.isArray(tools)) throw invalid('tools must be an array');
+  return tools.map((t, i) => {
+    if (!isObject(t) || t.type !== 'function') throw invalid(`tools[${i}]: only function tools are supported`);
+    if (typeof t.name !== 'string' || t.name === '') throw invalid(`tools[${i}].name must be a non-empty string`);
+    const fn: Json = { name: t.name };
+    if (t.description !== undefined) fn.description = t.description;
+    if (t.parameters !== undefined) fn.parameters = t.parameters;
+    if (t.strict !== undefined && t.strict !== null) fn.strict = t.strict;
+    return { type: 'function', function: fn };
+  });
+}
+
+function toolChoiceOf(choice: unknown): unknown {
+  if (choice === undefined || choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  if (isObject(choice) && choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
+  throw invalid('tool_choice must be "auto", "none", "required" or {type: "function", name}');
+}
+
+function responseFormatOf(text: unknown): Json | undefined {
+  if (text === undefined || text === null) return undefined;
+  if (!isObject(text)) throw invalid('text must be an object');
+  const format = text.format;
+  if (format === undefined || format === null) return undefined;
+  if (!isObject(format)) throw invalid('text.format must be an object');
+  if (format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  if (format.type === 'json_schema') {
+    if (typeof format.name !== 'string' || !isObject(format.schema)) throw invalid('text.format json_schema needs name and schema');
+    return { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
+  }
+  throw invalid('text.format.type must be text, json_object or json_schema');
+}
+
+const optionalNumber = (body: Json, name: string) => {
+  const v = body[name];
+  if (v !== undefined && v !== null && typeof v !== 'number') throw invalid(`${name} must be a number`);
+  return v ?? undefined;
+};
+
+/** The chat completions body for a Responses body; throws AppError('invalid') for what has no chat equivalent. */
+export function chatBodyOf(body: Json): Json {
+  if (typeof body.model !== 'string' || body.model === '') throw invalid('model is required (a string)');
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') throw invalid('stream must be a boolean');
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null)
+    throw invalid('previous_response_id needs stored responses, which this gateway does not keep: send the conversation as input items');
+  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') throw invalid('instructions must be a string');
+  const maxOutput = body.max_output_tokens;
+  if (maxOutput !== undefined && maxOutput !== null && !(Number.isInteger(maxOutput) && (maxOutput as number) > 0)) throw invalid('max_output_tokens must be a positive integer');
+  const messages = messagesOf(body.input);
+  if (typeof body.instructions === 'string') messages.unshift({ role: 'system', content: body.instructions });
+  const chat: Json = {
+    model: body.model,
+    messages,
+    tools: toolsOf(body.tools),
+    tool_choice: toolChoiceOf(body.tool_choice),
+    parallel_tool_calls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
+    temperature: optionalNumber(body, 'temperature'),
+    top_p: optionalNumber(body, 'top_p'),
+    max_tokens: maxOutput ?? undefined,
+    response_format: responseFormatOf(body.text),
+    user: typeof body.user === 'string' ? body.user : undefined,
+  };
+  // Undefined fields are left out, so the upstream sees only what the caller set.
+  for (const k of Object.keys(chat)) if (chat[k] === undefined) delete chat[k];
+  return chat;
+}
