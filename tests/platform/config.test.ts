@@ -42,7 +42,7 @@ describe('loadConfig', () => {
 
   test('PUBLIC_URL defaults to the port; an explicit one loses its trailing slash', () => {
     expect(loadConfig({ PORT: '9090' }).publicUrl).toBe('http://localhost:9090');
-    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com/' }).publicUrl).toBe('https://cpd.example.com');
+    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com/', PAYMENT_MODE: 'sandbox' }).publicUrl).toBe('https://cpd.example.com');
   });
 
   test('empty values count as unset', () => {
@@ -86,6 +86,11 @@ describe('loadConfig', () => {
     ['REGISTRATION', 'maybe'],
     ['TRUST_PROXY', 'yes'],
     ['LOG_LEVEL', 'loud'],
+    ['GATEWAY_MAX_BODY', '4MB'],
+    ['GATEWAY_MAX_BODY', '10'],
+    ['ROUTER_PROBE_INTERVAL', 'often'],
+    ['ARIA_ROUTER', 'yes'],
+    ['PAYMENT_PROVIDERS', 'app_wallet'],
   ];
   for (const [variable, value] of bad) {
     test(`${variable}=${JSON.stringify(value)} is refused naming ${variable}`, () => {
@@ -122,6 +127,53 @@ describe('loadConfig', () => {
     const c = loadConfig({ DATA_DIR: dir, SECRET_KEY: 'k'.repeat(40) });
     expect(c.secretKey()).toBe('k'.repeat(40));
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('safe defaults (one schema, combinations checked)', () => {
+  const refusal = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      return err as ConfigError;
+    }
+    return null;
+  };
+
+  test('PAYMENT_MODE unset means sandbox only while PUBLIC_URL is loopback', () => {
+    for (const url of ['http://localhost:8080', 'http://127.0.0.1:9', 'http://127.8.9.10', 'http://[::1]:8080'])
+      expect(loadConfig({ PUBLIC_URL: url }).paymentMode).toBe('sandbox');
+    for (const url of ['https://cpd.example.com', 'http://10.0.0.5:8080', 'http://[::2]', 'http://localhost.example.com']) {
+      const err = refusal({ PUBLIC_URL: url });
+      expect(err?.variable).toBe('PAYMENT_MODE');
+    }
+    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox' }).paymentMode).toBe('sandbox');
+  });
+
+  test('a provider of the other site stops start-up naming PAYMENT_PROVIDERS', () => {
+    expect(refusal({ SITE: 'intl', PAYMENT_PROVIDERS: 'card,app_wallet' })?.message).toContain('app_wallet is a provider of the cn site');
+    expect(refusal({ SITE: 'cn', PAYMENT_PROVIDERS: 'card' })?.variable).toBe('PAYMENT_PROVIDERS');
+    expect(loadConfig({ SITE: 'cn', PAYMENT_PROVIDERS: 'app_wallet' }).paymentProviders).toEqual(['app_wallet']);
+  });
+
+  test('module slices are typed at load: router timings, gateway body limit, runtime paths', () => {
+    const c = loadConfig({ ROUTER_PROBE_INTERVAL: '2s', GATEWAY_MAX_BODY: '2048', ARIA_FFI_LIB: '/x/lib.so', ARIA_ROUTER: 'supervise', SOME_TOKEN: 's3cret' });
+    expect(c.router.probeIntervalMs).toBe(2000);
+    expect(c.gateway.maxBodyBytes).toBe(2048);
+    expect(c.runtime).toMatchObject({ engineLib: '/x/lib.so', superviseRouter: true, engineBin: null });
+    expect(c.runtime.childEnv.SOME_TOKEN).toBeUndefined();
+    expect(c).not.toHaveProperty('env');
+  });
+
+  test('only config.ts reads the environment, and configuration imports no HTTP code', async () => {
+    const { Glob } = await import('bun');
+    const root = join(import.meta.dir, '../../src');
+    for await (const file of new Glob('**/*.ts').scan(root)) {
+      const text = readFileSync(join(root, file), 'utf8');
+      if (file !== 'config.ts' && file !== 'main.ts') expect({ file, reads: /process\.env\b/.test(text) }).toEqual({ file, reads: false });
+    }
+    for (const file of ['config.ts', 'config-parse.ts', 'platform/limits.ts'])
+      expect(readFileSync(join(root, file), 'utf8')).not.toMatch(/from '[^']*\/http\//);
   });
 });
 

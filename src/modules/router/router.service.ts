@@ -10,7 +10,6 @@ import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
 import { type Backend, createBackendSet } from './router.backends';
-import { routerSettings } from './router.config';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, openStreamOnce } from './router.upstream';
@@ -108,7 +107,7 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
 }
 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
-  const settings = routerSettings(ctx.config);
+  const settings = ctx.config.router;
   const backends = createBackendSet(settings, ctx.log);
   for (const [slug, urls] of Object.entries(ctx.config.modelBackends)) for (const url of urls) backends.register(slug, url, { source: 'MODEL_BACKENDS' });
   const admission = createAdmission(deps.billing, ctx.log, settings.admissionWaitMs);

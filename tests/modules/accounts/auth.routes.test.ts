@@ -162,7 +162,7 @@ for (const kind of DB_KINDS) {
 
 describe('secure cookie', () => {
   test('the session cookie is Secure when PUBLIC_URL is https', async () => {
-    const t = await createTestApp('postgres', { PUBLIC_URL: 'https://cpd.example.com' });
+    const t = await createTestApp('postgres', { PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox' });
     try {
       const res = await t.request('POST', '/api/auth/register', { body: { email: 'secure@example.com', password } });
       expect(res.headers.get('set-cookie')).toMatch(/^cpd_session=[\w-]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax$/);

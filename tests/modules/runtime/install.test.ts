@@ -64,10 +64,10 @@ describe('cpd engine install', () => {
     expect(gh.requests.some((r) => r.path.includes('_macos'))).toBe(false);
 
     // The installed version is what the supervisor and the FFI bindings find.
-    const bin = locateBinary('engine', tc.dataDir, {});
+    const bin = locateBinary('engine', tc.dataDir);
     expect(bin).toBe(join(engineDir(), 'current', 'aria-engine'));
     expect(statSync(bin).mode & 0o111).not.toBe(0);
-    const lib = openEngineLibrary(locateLibrary('engine', tc.dataDir, {}));
+    const lib = openEngineLibrary(locateLibrary('engine', tc.dataDir));
     const model = lib.loadModel(makeBundle(work));
     expect(model.complete([{ role: 'user', content: 'installed' }]).response).toBe('echo: installed');
     model.destroy();
