@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
-import { billingRoutes, createBillingService } from './modules/billing';
+import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
 import { createCostReport, createRouterService, routerRoutes } from './modules/router';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
@@ -16,6 +16,9 @@ import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import type { AppContext } from './platform/context';
 import { authPlugin } from './platform/http/auth';
+import { jsonBodiesOnly } from './platform/http/body-type';
+import { htmlSecurityHeaders } from './platform/http/html';
+import { foreignOriginGuard } from './platform/http/origin';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
@@ -25,7 +28,8 @@ import { VERSION } from './version';
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
   const site = createSiteService(ctx);
-  const auth = authPlugin(accounts.resolver);
+  const publicOrigin = new URL(ctx.config.publicUrl).origin;
+  const auth = authPlugin(accounts.resolver, publicOrigin);
   const pricing = createPricingService(ctx);
   const store = openObjectStore(ctx.config, ctx.clock);
   const registry = createRegistryService(ctx, { store });
@@ -50,7 +54,11 @@ export async function buildApp(ctx: AppContext) {
 
   const app = new Elysia()
     .use(requestLogPlugin(ctx.log))
+    // Before the error plugin: its 415 answer replaces the validation error of a refused body.
+    .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
     .use(errorPlugin(ctx.log))
+    .use(foreignOriginGuard(publicOrigin))
+    .use(htmlSecurityHeaders(ctx.config.publicUrl))
     .use(
       openapi({
         path: '/api/docs',

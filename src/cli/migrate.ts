@@ -1,4 +1,4 @@
-import { loadConfig } from '../config';
+import { ConfigError, loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
 import { rootMessage } from '../platform/errors';
@@ -16,7 +16,8 @@ export async function migrateCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
   const ctx = await createContext(loadConfig());
   try {
-    const applied = await migrate(ctx.database).catch((err) => {
+    const applied = await migrate(ctx.database, { site: ctx.config.site }).catch((err) => {
+      if (err instanceof ConfigError) throw err;
       throw new FatalError(`migrations failed: ${rootMessage(err)}`);
     });
     console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database is up to date');

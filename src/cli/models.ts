@@ -78,7 +78,7 @@ export async function modelsCommand(argv: string[]) {
   const ctx = await createContext(loadConfig());
   const progress = progressReporter();
   try {
-    await migrate(ctx.database);
+    await migrate(ctx.database, { site: ctx.config.site });
     const store = openObjectStore(ctx.config, ctx.clock);
     const result = await publishArtifact(ctx, store, input, progress.onProgress);
     progress.stop();

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config';
+import { ConfigError, isLoopbackUrl, loadConfig } from '../config';
 import { createContext } from '../platform/context-factory';
 import { migrate } from '../platform/db';
 import { rootMessage } from '../platform/errors';
@@ -24,7 +24,7 @@ export async function serveCommand(argv: string[]) {
   // The migration check connects first; the app's modules load while PostgreSQL sets up that
   // connection (start-up time, docs/operations.md). buildApp still runs only once it is done.
   // Settled into a value at once: a failure while the modules load is no unhandled rejection.
-  const migrated = migrate(ctx.database).then(
+  const migrated = migrate(ctx.database, { site: config.site }).then(
     (names) => ({ names }),
     (err: unknown) => ({ err }),
   );
@@ -32,6 +32,8 @@ export async function serveCommand(argv: string[]) {
   const migration = await migrated;
   if ('err' in migration) {
     await ctx.shutdown();
+    // The database belongs to the other site: a configuration error (one line, exit 2).
+    if (migration.err instanceof ConfigError) throw migration.err;
     throw new FatalError(`migrations failed: ${rootMessage(migration.err)}`);
   }
   const applied = migration.names;
@@ -47,6 +49,8 @@ export async function serveCommand(argv: string[]) {
   const server = app.server!;
   // Engines start in the background (bundle download, FFI check); buildApp registered their stop.
   if (services.runtime.configured()) void services.runtime.start();
+  if (config.agentCloudApiKey === null && !isLoopbackUrl(config.publicUrl))
+    ctx.log.warn({ msg: 'the agent API is open to anyone: AGENT_CLOUD_API_KEY is unset and PUBLIC_URL is not loopback; anonymous agent turns run unbilled (rate limited per address)' });
   ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 
   let stopping = false;

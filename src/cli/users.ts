@@ -26,7 +26,7 @@ export async function usersCommand(argv: string[]) {
   if (!values.email || !values.password) throw new UsageError(`--email and --password are required\n${HELP}`);
   const ctx = await createContext(loadConfig());
   try {
-    await migrate(ctx.database);
+    await migrate(ctx.database, { site: ctx.config.site });
     const user = await createAccountsService(ctx).createUser({ email: values.email, password: values.password, phone: values.phone ?? null, isAdmin: values.admin ?? false });
     console.log(JSON.stringify({ id: user.id, email: user.email }));
   } catch (err) {

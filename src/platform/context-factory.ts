@@ -3,12 +3,24 @@ import { systemClock } from './clock';
 import type { AppContext } from './context';
 import { openDatabase } from './db';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
 
+/**
+ * DATA_DIR made by an older version or by hand may be 0755: close it to other accounts (what is
+ * inside then cannot be reached whatever its own mode). Not created here: `cpd migrate` on
+ * PostgreSQL writes nothing to DATA_DIR; a DATA_DIR owned by someone else is left as it is.
+ */
+function tightenDataDir(dataDir: string) {
+  try {
+    if ((statSync(dataDir).mode & 0o077) !== 0) chmodSync(dataDir, 0o700);
+  } catch {}
+}
+
 /** Opens the site's database and builds the context the CLI commands share. */
 export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext & { shutdown(): Promise<void> }> {
+  tightenDataDir(config.dataDir);
   let pgliteDir: string | null = null;
   if (!config.databaseUrl) {
     pgliteDir = join(config.dataDir, 'pg');

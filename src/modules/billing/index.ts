@@ -1,2 +1,2 @@
 export { createBillingService, type BillingService, type CreditInput, type DebitUsageInput } from './billing.service';
-export { billingRoutes } from './billing.routes';
+export { billingRoutes, PROVIDER_BODY_PATHS } from './billing.routes';

@@ -1,2 +1,2 @@
 export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './client';
-export { migrate, type Migration } from './migrate';
+export { migrate, type MigrateOptions, type Migration } from './migrate';

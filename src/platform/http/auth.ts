@@ -8,6 +8,7 @@
  */
 import { Elysia } from 'elysia';
 import { AppError } from '../errors';
+import { requireSameOriginForCookie } from './origin';
 
 export type AuthMode = 'session' | 'query' | 'key' | 'admin';
 
@@ -77,11 +78,40 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
   return caller;
 }
 
-export const authPlugin = (resolver: CallerResolver) =>
-  new Elysia({ name: 'cpd/auth' }).macro({
+/**
+ * The `auth` macro. The caller is resolved in the first hook a request meets, before its body is
+ * parsed or validated: without a credential the answer is 401 whatever the body. A
+ * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
+ * (platform/http/origin.ts).
+ * Elysia turns an error thrown while parsing into a 400 parse error, so the `parse` hook only
+ * records the outcome (and skips parsing the body of a refused request); `transform`, which runs
+ * next and before validation, throws it.
+ */
+export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
+  const outcomes = new WeakMap<Request, { caller: Caller } | { error: unknown }>();
+  const authenticate = async (request: Request, modes: readonly AuthMode[]) => {
+    let outcome = outcomes.get(request);
+    if (!outcome) {
+      try {
+        const caller = await resolveCaller(resolver, request, modes);
+        if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
+        outcome = { caller };
+      } catch (error) {
+        outcome = { error };
+      }
+      outcomes.set(request, outcome);
+    }
+    return outcome;
+  };
+  return new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
-      async resolve({ request }) {
-        return { caller: await resolveCaller(resolver, request, modes) };
+      // A placeholder body for a refused request; nothing (parse as usual) for an accepted one.
+      parse: async ({ request }) => ('error' in (await authenticate(request, modes)) ? {} : undefined),
+      async transform({ request }) {
+        const outcome = await authenticate(request, modes);
+        if ('error' in outcome) throw outcome.error;
       },
+      resolve: ({ request }) => ({ caller: (outcomes.get(request) as { caller: Caller }).caller }),
     }),
   });
+};
