@@ -14,8 +14,10 @@ export interface RateLimit {
  * `RATE_LIMITS=login=20/1m,gateway=1200/1m` (N/duration: a burst of N, refilled at N per duration).
  */
 export const namedLimits = {
-  /** Failed logins, per identifier+address and per address; a successful login costs nothing. */
+  /** Failed logins, per identifier+address; a successful login costs nothing. */
   login: { capacity: 10, refillPerSec: 10 / 60 },
+  /** Failed logins per client address, whatever the identifier (one address spraying many accounts; several users may share it behind NAT). */
+  login_address: { capacity: 30, refillPerSec: 30 / 60 },
   /** Registrations, per email and per client address. */
   register: { capacity: 10, refillPerSec: 10 / 3600 },
   /** 2FA code attempts (verify, enable, disable), per challenge or account and per client address. */

@@ -25,8 +25,10 @@ export const jsonBodiesOnly = (exemptPrefixes: readonly string[]) => {
   const refused = new WeakSet<Request>();
   return new Elysia({ name: 'cpd/json-bodies' })
     .onParse({ as: 'global' }, ({ request, path }) => {
+      // An exempt route reads its raw body itself: a placeholder here leaves the stream unread
+      // (with a global parse hook, Elysia no longer honours a route's own `parse: 'none'`).
+      if (exemptPrefixes.some((prefix) => path.startsWith(prefix))) return '';
       if (!hasBody(request) || JSON_MEDIA.test(request.headers.get('content-type') ?? '')) return;
-      if (exemptPrefixes.some((prefix) => path.startsWith(prefix))) return;
       refused.add(request);
       return {};
     })

@@ -107,7 +107,8 @@ for (const kind of DB_KINDS) {
       const login = await t.request('POST', '/api/auth/login', { body: { identifier: 'new.user@example.com', password } });
       const cookie = { cookie: `theme=dark; cpd_session=${login.body.token}` };
       expect((await t.request('GET', '/api/auth/me', { headers: cookie })).status).toBe(200);
-      const out = await t.request('POST', '/api/auth/logout', { headers: cookie });
+      // A browser's own fetch() sends this site's Origin with a cookie write.
+      const out = await t.request('POST', '/api/auth/logout', { headers: { ...cookie, origin: 'http://localhost:8080' } });
       expect(out.status).toBe(204);
       expect(out.text).toBe('');
       expect(out.headers.get('set-cookie')).toContain('cpd_session=; Max-Age=0');
