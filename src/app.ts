@@ -78,7 +78,17 @@ export async function buildApp(ctx: AppContext) {
     .use(gatewayRoutes({ auth, gateway }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
-    .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
+    .use(
+      agentsRoutes({
+        agents,
+        auth: agentAuthPlugin({
+          cloudKey: ctx.config.agentCloudApiKey,
+          resolver: accounts.resolver,
+          anonymousLimiter: namedLimiter(ctx, 'agents_anonymous'),
+          trustProxy: ctx.config.trustProxy,
+        }),
+      }),
+    );
 
   const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
