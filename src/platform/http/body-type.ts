@@ -24,11 +24,13 @@ const MESSAGE = 'request body must be JSON (content-type: application/json)';
 export const jsonBodiesOnly = (exemptPrefixes: readonly string[]) => {
   const refused = new WeakSet<Request>();
   return new Elysia({ name: 'cpd/json-bodies' })
+    // Routes that read their raw body (`parse: 'none'`: the gateway, provider notifications): once
+    // a route has other parse hooks, Elysia looks 'none' up as a named parser. This one hands a
+    // placeholder on and leaves the stream unread.
+    .parser('none', () => '')
     .onParse({ as: 'global' }, ({ request, path }) => {
-      // An exempt route reads its raw body itself: a placeholder here leaves the stream unread
-      // (with a global parse hook, Elysia no longer honours a route's own `parse: 'none'`).
-      if (exemptPrefixes.some((prefix) => path.startsWith(prefix))) return '';
       if (!hasBody(request) || JSON_MEDIA.test(request.headers.get('content-type') ?? '')) return;
+      if (exemptPrefixes.some((prefix) => path.startsWith(prefix))) return;
       refused.add(request);
       return {};
     })
