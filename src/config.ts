@@ -96,6 +96,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const v = env[name];
     return v === undefined || v === '' ? undefined : v;
   };
+  // The deploy/ templates mark what the operator must fill in; a forgotten one must not become a
+  // publicly known key or a credential that fails at the first payment.
+  for (const [name, value] of Object.entries(env))
+    if (value?.startsWith('CHANGE-ME')) throw new ConfigError(name, 'still holds the template placeholder CHANGE-ME: set a real value');
   const site = oneOf('SITE', get('SITE') ?? 'intl', ['intl', 'cn'] as const);
   const port = number('PORT', get('PORT') ?? '8080', { min: 0, max: 65535, integer: true });
   const host = get('HOST') ?? '0.0.0.0';

@@ -150,6 +150,25 @@ describe('safe defaults (one schema, combinations checked)', () => {
     expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox' }).paymentMode).toBe('sandbox');
   });
 
+  test('the deploy/ templates are production templates: live payments, a closed agent API, placeholders refused', () => {
+    const readEnvFile = (name: string) =>
+      Object.fromEntries(
+        readFileSync(join(import.meta.dir, '../../deploy', name), 'utf8')
+          .split('\n')
+          .filter((line) => /^[A-Z_]+=/.test(line))
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
+    for (const file of ['intl.env', 'cn.env']) {
+      const env = readEnvFile(file);
+      expect(env).toMatchObject({ PAYMENT_MODE: 'live', AGENT_CLOUD_API_KEY: 'CHANGE-ME' });
+      expect(env.PUBLIC_URL).toStartWith('https://');
+      expect(refusal(env)?.message).toContain('still holds the template placeholder CHANGE-ME');
+    }
+    const filled = Object.fromEntries(Object.entries(readEnvFile('intl.env')).map(([k, v]) => [k, v === 'CHANGE-ME' ? `filled-${k.toLowerCase()}-0123456789abcdef` : v]));
+    const config = loadConfig({ ...filled, DATA_DIR: dataDir });
+    expect(config).toMatchObject({ paymentMode: 'live', agentCloudApiKey: 'filled-agent_cloud_api_key-0123456789abcdef', publicUrl: 'https://intl.example.com' });
+  });
+
   test('a provider of the other site stops start-up naming PAYMENT_PROVIDERS', () => {
     expect(refusal({ SITE: 'intl', PAYMENT_PROVIDERS: 'card,app_wallet' })?.message).toContain('app_wallet is a provider of the cn site');
     expect(refusal({ SITE: 'cn', PAYMENT_PROVIDERS: 'card' })?.variable).toBe('PAYMENT_PROVIDERS');
