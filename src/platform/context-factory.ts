@@ -3,7 +3,7 @@ import { systemClock } from './clock';
 import type { AppContext } from './context';
 import { openDatabase } from './db';
 import { join } from 'node:path';
-import { chmodSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
 
@@ -18,6 +18,20 @@ function tightenDataDir(dataDir: string) {
   } catch {}
 }
 
+/**
+ * The embedded database's first files come out of PGlite's initial data directory with mode 0666,
+ * which no umask touches (it sets them explicitly). They hold password hashes and TOTP secrets:
+ * files 0600, folders 0700, once the database is open (files made later follow our umask).
+ */
+function closeToOthers(dir: string) {
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) chmodSync(path, 0o700);
+    else if (entry.isFile() && (statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  }
+  chmodSync(dir, 0o700);
+}
+
 /** Opens the site's database and builds the context the CLI commands share. */
 export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext & { shutdown(): Promise<void> }> {
   tightenDataDir(config.dataDir);
@@ -29,6 +43,7 @@ export async function createContext(config: Config, log: Logger = createLogger(c
   const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir }).catch((err) => {
     throw new FatalError(`cannot open the database: ${rootMessage(err)}`);
   });
+  if (pgliteDir) closeToOthers(pgliteDir);
   const closers: Array<() => Promise<void> | void> = [];
   return {
     config,
