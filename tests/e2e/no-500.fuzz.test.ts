@@ -105,6 +105,21 @@ const HOSTILE_HEADERS: Array<[string, string]> = [
   ['idempotency-key', ' '],
   ['x-forwarded-for', 'not-an-ip, ::::'],
   ['cookie', 'session=%00; a=b=c; ;;'],
+  // Hostile session cookies: wrong, empty, repeated, oversized, a bearer token beside one.
+  ['cookie', 'cpd_session='],
+  ['cookie', 'cpd_session'],
+  ['cookie', 'cpd_session=a; cpd_session=b'],
+  ['cookie', `cpd_session=${'x'.repeat(10_000)}`],
+  ['cookie', 'cpd_session=bfvk-0000000000000000000000000000000000000000'],
+  ['cookie', 'cpd_session="quoted"; theme=dark'],
+  // Hostile origins (CSRF checks read them).
+  ['origin', 'null'],
+  ['origin', 'https://evil.example'],
+  ['origin', 'http://localhost:8080.evil.example'],
+  ['origin', '%%%'],
+  ['origin', 'x'.repeat(10_000)],
+  ['sec-fetch-site', 'cross-site'],
+  ['sec-fetch-site', 'same-origin'],
   ['accept', 'text/event-stream'],
   ['accept-encoding', 'gzip;q=abc'],
   ['content-length', '-1'],
@@ -152,7 +167,11 @@ const plausible: Record<string, unknown[]> = {
 type Operation = { parameters?: Array<{ in: string; name: string }>; requestBody?: { content?: Record<string, { schema?: Schema }> } };
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; anyOf?: Schema[] };
 type Route = { method: string; path: string; op: Operation; undeclared?: boolean };
-type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin';
+type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin' | 'cookie';
+/** The origins a cookie caller sends: none, foreign ones, this site's own (PUBLIC_URL of the test app). */
+const COOKIE_ORIGINS = [undefined, 'https://evil.example', 'null', 'http://localhost:8080', 'http://localhost:8080/'];
+/** Cases per route for the cookie caller: its point is the origin and content-type checks, not every body again. */
+const COOKIE_CASES = 16;
 type Input = { path: string; query: string; body?: string; contentType?: string; header?: [string, string] };
 
 /** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, DECISIONS §9). */
@@ -231,6 +250,11 @@ function inputsFor(route: Route, seed: number): Input[] {
       'multipart/form-data; boundary=x',
       'multipart/form-data',
       'application/octet-stream',
+      'application/json; charset=utf-8',
+      'application/merge-patch+json',
+      'application/jsonx',
+      'text/html',
+      '',
     ),
   });
   let paramIndex = 0;
@@ -326,12 +350,18 @@ for (const site of ['intl', 'cn'] as const) {
           session: (await t.services.accounts.createSession(user.id)).token,
           key: apiKey,
           admin: (await t.services.accounts.createSession(admin.id)).token,
+          cookie: (await t.services.accounts.createSession(user.id)).token,
         };
-        for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin'] as const).entries()) {
-          for (const input of inputsFor(route, SEED + routeIndex * 5 + callerIndex).slice(0, route.undeclared ? 3 : undefined)) {
+        for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin', 'cookie'] as const).entries()) {
+          const inputs = inputsFor(route, SEED + routeIndex * 6 + callerIndex);
+          for (const [inputIndex, input] of inputs.slice(0, route.undeclared ? 3 : caller === 'cookie' ? COOKIE_CASES : undefined).entries()) {
             const url = input.query ? `${input.path}?${input.query}` : input.path;
             const headers: Record<string, string> = {};
-            if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
+            if (caller === 'cookie') {
+              headers.cookie = `cpd_session=${tokens.cookie}`;
+              const origin = COOKIE_ORIGINS[inputIndex % COOKIE_ORIGINS.length];
+              if (origin !== undefined) headers.origin = origin;
+            } else if (tokens[caller] !== undefined) headers.authorization = `Bearer ${tokens[caller]}`;
             if (input.contentType) headers['content-type'] = input.contentType;
             if (input.header) headers[input.header[0]] = input.header[1];
             const label = `${route.method} ${route.path} as ${caller}: ${route.method} ${describeBody(url)}${input.header ? ` ${input.header[0]}: ${describeBody(input.header[1])}` : ''} body=${describeBody(JSON.stringify(input.body ?? null))} [${input.contentType ?? '-'}]`;
