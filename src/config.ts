@@ -10,8 +10,8 @@
  *   2. put the typed value in the Config slice of the module that uses it (a module with many
  *      settings exports a parser taking `get`, as router.config.ts does, and loadConfig calls it);
  *   3. add it to docs/configuration.md and, when operators set it, to the README table.
- * Checks that involve several variables (PAYMENT_MODE and PUBLIC_URL, providers and SITE) go
- * after the single reads, in checkCombinations.
+ * A check that involves several variables (PAYMENT_MODE and PUBLIC_URL, PAYMENT_PROVIDERS and
+ * SITE) sits right after the reads it needs, throwing ConfigError for the variable to change.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
