@@ -44,9 +44,12 @@ export interface Config {
   paymentMode: 'sandbox' | 'live';
   /** Live-mode credentials of each enabled provider (null in sandbox mode or when not enabled). */
   paymentCredentials: PaymentCredentials;
+  /** How long failed and expired payments are still asked about at their provider (PAYMENT_RECHECK_WINDOW). */
+  paymentRecheckWindowMs: number;
   topupMin: number;
   topupMax: number;
-  modelBackends: Record<string, string[]>;
+  /** MODEL_BACKENDS: upstream base URLs per model slug, each with the API key named by `#env:VAR` (or none). */
+  modelBackends: Record<string, ConfiguredBackend[]>;
   releaseSource: 'github' | 'mirror';
   githubApiUrl: string;
   githubToken: string | null;
@@ -63,6 +66,11 @@ export interface Config {
   router: RouterSettings;
   gateway: { maxBodyBytes: number };
   runtime: RuntimeSettings;
+}
+
+export interface ConfiguredBackend {
+  url: string;
+  apiKey: string | null;
 }
 
 /** Where the engine and router runtimes are, when not the installed `current` version. */
@@ -90,6 +98,18 @@ export function isLoopbackUrl(url: string): boolean {
 export const PROVIDER_SITE: Record<PaymentProviderId, Site> = { card: 'intl', chat_wallet: 'cn', app_wallet: 'cn' };
 
 const DEFAULT_GATEWAY_MAX_BODY = 4 * 1024 * 1024;
+
+/** `url` or `url#env:VAR`: the backend's API key is read from VAR (never written in MODEL_BACKENDS itself). */
+function configuredBackend(value: string, get: (name: string) => string | undefined): ConfiguredBackend {
+  const at = value.indexOf('#');
+  if (at < 0) return { url: httpUrl('MODEL_BACKENDS', value), apiKey: null };
+  const ref = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(value.slice(at + 1));
+  // The text after # is not echoed: it may be a key written inline by mistake.
+  if (!ref) throw new ConfigError('MODEL_BACKENDS', `what follows # in a backend must be #env:VARIABLE (the variable holding its API key)`);
+  const apiKey = get(ref[1]!);
+  if (apiKey === undefined) throw new ConfigError('MODEL_BACKENDS', `${ref[1]} (named by #env:) is not set`);
+  return { url: httpUrl('MODEL_BACKENDS', value.slice(0, at)), apiKey };
+}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const get = (name: string) => {
@@ -132,9 +152,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const topupMax = number('TOPUP_MAX', get('TOPUP_MAX') ?? '10000', { min: 0.01 });
   if (topupMax < topupMin) throw new ConfigError('TOPUP_MAX', 'must not be below TOPUP_MIN');
 
-  const modelBackends: Record<string, string[]> = {};
-  for (const [slug, url] of pairs('MODEL_BACKENDS', get('MODEL_BACKENDS') ?? '')) {
-    modelBackends[slug] = [...(modelBackends[slug] ?? []), httpUrl('MODEL_BACKENDS', url)];
+  const modelBackends: Record<string, ConfiguredBackend[]> = {};
+  for (const [slug, value] of pairs('MODEL_BACKENDS', get('MODEL_BACKENDS') ?? '')) {
+    modelBackends[slug] = [...(modelBackends[slug] ?? []), configuredBackend(value, get)];
   }
 
   const defaultRepos: Record<Component, string> = {
@@ -179,6 +199,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     paymentProviders,
     paymentMode,
     paymentCredentials: paymentCredentials(get, paymentMode === 'live' ? paymentProviders : []),
+    paymentRecheckWindowMs: parseDuration('PAYMENT_RECHECK_WINDOW', get('PAYMENT_RECHECK_WINDOW') ?? '24h'),
     topupMin,
     topupMax,
     modelBackends,

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const sha256Hex = (value: string | Uint8Array) => createHash('sha256').update(value).digest('hex');
 
@@ -7,4 +7,30 @@ export const hmacHex = (key: string, value: string) => createHmac('sha256', key)
 /** Constant-time string comparison (hashes both sides so lengths never leak). */
 export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+/**
+ * Authenticated encryption of small secrets at rest (for example upstream API keys): AES-256-GCM
+ * with a key derived from `secret` by HKDF-SHA256 for one `purpose`, a random 96-bit nonce per
+ * value. Sealed form: "v1.<nonce>.<ciphertext+tag>" in base64url. open() throws on any tampering
+ * or on a value sealed under another secret.
+ */
+export function secretBox(secret: string, purpose: string) {
+  const key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), `cpd ${purpose}`, 32));
+  return {
+    seal(plaintext: string): string {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+      return `v1.${nonce.toString('base64url')}.${body.toString('base64url')}`;
+    },
+    open(sealed: string): string {
+      const [version, nonce, body] = sealed.split('.');
+      if (version !== 'v1' || !nonce || !body) throw new Error('not a sealed value');
+      const bytes = Buffer.from(body, 'base64url');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(nonce, 'base64url'));
+      decipher.setAuthTag(bytes.subarray(bytes.length - 16));
+      return Buffer.concat([decipher.update(bytes.subarray(0, bytes.length - 16)), decipher.final()]).toString('utf8');
+    },
+  };
 }

@@ -22,3 +22,15 @@ export function microsToDecimal(micros: bigint): string {
 
 /** Major units (a JSON number) → micro-units; rounding absorbs binary float noise (0.1 → 100000). */
 export const majorToMicros = (major: number): bigint => BigInt(Math.round(major * 1_000_000));
+
+/**
+ * Major units (a JSON number) → micro-units, or null when the number has more than 6 decimals:
+ * money is never rounded silently. Reads the number's shortest decimal form ("4e-7" included).
+ */
+export function exactMajorToMicros(major: number): bigint | null {
+  if (!Number.isFinite(major)) return null;
+  const m = /^-?(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(major));
+  if (!m) return null;
+  const places = (m[2]?.length ?? 0) - Number(m[3] ?? 0);
+  return places > 6 ? null : majorToMicros(major);
+}

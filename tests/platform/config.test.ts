@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       presignTtlMs: 300_000,
       paymentProviders: ['card'],
       paymentMode: 'sandbox',
+      paymentRecheckWindowMs: 24 * 3_600_000,
       topupMin: 1,
       topupMax: 10_000,
       modelBackends: {},
@@ -51,7 +52,25 @@ describe('loadConfig', () => {
 
   test('MODEL_BACKENDS lists several upstreams per slug', () => {
     const c = loadConfig({ MODEL_BACKENDS: 'a=http://h1:1/v1, a=http://h2:2/v1,b=https://h3/v1/' });
-    expect(c.modelBackends).toEqual({ a: ['http://h1:1/v1', 'http://h2:2/v1'], b: ['https://h3/v1'] });
+    expect(c.modelBackends).toEqual({
+      a: [
+        { url: 'http://h1:1/v1', apiKey: null },
+        { url: 'http://h2:2/v1', apiKey: null },
+      ],
+      b: [{ url: 'https://h3/v1', apiKey: null }],
+    });
+  });
+
+  test('MODEL_BACKENDS reads a backend key from the variable named by #env:', () => {
+    const c = loadConfig({ MODEL_BACKENDS: 'a=https://api.example.com/v1#env:A_KEY,b=http://h/v1', A_KEY: 'sk-secret' });
+    expect(c.modelBackends).toEqual({ a: [{ url: 'https://api.example.com/v1', apiKey: 'sk-secret' }], b: [{ url: 'http://h/v1', apiKey: null }] });
+    expect(() => loadConfig({ MODEL_BACKENDS: 'a=http://h/v1#env:MISSING_KEY' })).toThrow('MISSING_KEY (named by #env:) is not set');
+    expect(() => loadConfig({ MODEL_BACKENDS: 'a=http://h/v1#sk-inline' })).toThrow('must be #env:VARIABLE');
+    try {
+      loadConfig({ MODEL_BACKENDS: 'a=http://h/v1#sk-inline' });
+    } catch (err) {
+      expect((err as Error).message).not.toContain('sk-inline');
+    }
   });
 
   test('RELEASE_REPOS overrides one component and keeps the others', () => {

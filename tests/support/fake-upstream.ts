@@ -14,6 +14,7 @@
  *   up.requests[0].body                   // what the upstream received
  *   await waitFor(() => up.stats.streamsAborted === 1)
  *   await up.close();
+ *   startFakeUpstream({ models: ['m1'], apiKey: 'sk-x' })   // 401 unless `Authorization: Bearer sk-x`
  *
  * Tokens are deterministic: the content is cut into pieces `/\S+\s*\/g` (a word and its trailing
  * space); each piece is one completion token and one stream chunk. prompt_tokens is
@@ -88,7 +89,8 @@ export function piecesOf(content: string): string[] {
 type BehaviourSource = Partial<FakeBehaviour> | ((body: Record<string, any>) => Partial<FakeBehaviour>);
 
 export async function startFakeUpstream(
-  opts: { models?: string[]; behaviour?: BehaviourSource } = {},
+  /** apiKey: like a hosted provider, every request must carry `Authorization: Bearer <apiKey>` (else 401). */
+  opts: { models?: string[]; behaviour?: BehaviourSource; apiKey?: string } = {},
 ): Promise<FakeUpstream> {
   const models = opts.models ?? ['fake-model'];
   let source: BehaviourSource = opts.behaviour ?? {};
@@ -113,6 +115,8 @@ export async function startFakeUpstream(
         body = text ? JSON.parse(text) : null;
       } catch {}
       requests.push({ method: req.method, path, headers: Object.fromEntries(req.headers), body });
+      if (opts.apiKey !== undefined && req.headers.get('authorization') !== `Bearer ${opts.apiKey}`)
+        return Response.json({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }, { status: 401 });
 
       if (req.method === 'GET' && path === '/v1/models') {
         return Response.json({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) });

@@ -58,7 +58,8 @@ export function createApiKeyStore(ctx: AppContext) {
 
   /** LISTENs once per process (lazily: the CLI never needs it); unlistens at shutdown. */
   function ensureListening(): Promise<void> {
-    listening ??= ctx.database.listen(REVOKE_CHANNEL, forget).then((unlisten) => {
+    // On every (re)connect the cache is dropped: a revoke announced while disconnected was missed.
+    listening ??= ctx.database.listen(REVOKE_CHANNEL, forget, () => cache.clear()).then((unlisten) => {
       ctx.onShutdown(async () => {
         cache.clear();
         await Promise.allSettled(pendingWrites);

@@ -48,6 +48,11 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     invoices: createInvoices(ctx, payments),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, payments) : null,
+    /**
+     * Asks the payment's provider about it now and settles what it says (credits once if paid,
+     * whatever its state); answers the payment row. The admin reconcile endpoint uses it.
+     */
+    reconcilePayment: (paymentId: string) => payments.reconcilePayment(paymentId),
     /** Expires due payments every intervalMs until shutdown (cpd serve: once a minute). */
     startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, intervalMs),
 
@@ -81,9 +86,10 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
 
     /**
      * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY
-     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits. Resolves once listening.
+     * 'cpd_wallet'): at commit for credits, within a few milliseconds for debits; resync() after
+     * the notification connection reconnected (any wallet may have changed). Resolves once listening.
      */
-    onBalanceChange: (listener: (userId: string) => void): Promise<void> => signal.listen(listener),
+    onBalanceChange: (listener: (userId: string) => void, resync?: () => void): Promise<void> => signal.listen(listener, resync),
   };
 }
 

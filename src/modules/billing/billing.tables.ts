@@ -67,6 +67,8 @@ export const payments = pgTable(
     uniqueIndex('payments_user_idempotency_key').on(t.userId, t.idempotencyKey),
     index('payments_user_created_idx').on(t.userId, t.createdAt, t.id),
     index('payments_pending_expiry_idx').on(t.expiresAt).where(sql`${t.status} = 'pending'`),
+    // The recheck of failed and expired payments scans only these, by age.
+    index('payments_closed_created_idx').on(t.createdAt).where(sql`${t.status} in ('failed', 'expired')`),
     check('payments_status_check', sql`${t.status} in ('pending', 'paid', 'failed', 'expired')`),
   ],
 );

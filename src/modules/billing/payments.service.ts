@@ -5,7 +5,7 @@
  * whatever replays, reorderings or races happen. Money received is never lost: a paid report is
  * honoured even after the payment expired or failed.
  */
-import { and, desc, eq, lt, lte, or } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
@@ -26,6 +26,8 @@ export type Payment = typeof payments.$inferSelect;
 export interface PaymentsOptions {
   /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
   pollGraceMs?: number;
+  /** A failed or expired payment is asked about again at most this often while in the recheck window. */
+  recheckEveryMs?: number;
 }
 
 export interface CreatePaymentInput {
@@ -38,6 +40,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
+  const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
   /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -148,11 +151,11 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return detailView(p);
   }
 
-  async function reconcile(p: Payment): Promise<Payment> {
+  async function reconcile(p: Payment, opts: { force?: boolean } = {}): Promise<Payment> {
     const now = ctx.clock.now();
     const due = p.expiresAt <= now;
     const lastAsked = Math.max(p.createdAt.getTime(), p.checkedAt?.getTime() ?? 0);
-    if (due || now.getTime() - lastAsked >= pollGraceMs) {
+    if (opts.force || due || now.getTime() - lastAsked >= pollGraceMs) {
       await db.update(payments).set({ checkedAt: now }).where(eq(payments.id, p.id));
       const report = await queryProvider(p);
       if (report && report.status !== 'pending') {
@@ -163,6 +166,27 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     if (!due) return (await reload(p.id))!;
     await closeQuietly(p);
     return settle(p.provider as PaymentProviderId, { paymentId: p.id, status: 'expired' }, 'expiry');
+  }
+
+  /**
+   * Asks the provider about one payment, whatever its state, and settles what it says (a paid
+   * report credits once, even for a failed or expired payment). A pending payment past expiry is
+   * expired as usual. Answers the payment as it now is; a paid one is not asked about again.
+   */
+  async function reconcilePayment(id: string): Promise<Payment> {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    if (p.status === 'paid') return p;
+    if (p.status === 'pending') return reconcile(p, { force: true });
+    return recheck(p);
+  }
+
+  /** A failed or expired payment: paid is the only report that changes it (money received is credited). */
+  async function recheck(p: Payment): Promise<Payment> {
+    await db.update(payments).set({ checkedAt: ctx.clock.now() }).where(eq(payments.id, p.id));
+    const report = await queryProvider(p);
+    if (report?.status !== 'paid') return (await reload(p.id))!;
+    return settle(p.provider as PaymentProviderId, { ...report, paymentId: p.id }, 'recheck');
   }
 
   async function queryProvider(p: Payment): Promise<ProviderReport | null> {
@@ -268,13 +292,37 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return due.length;
   }
 
+  /**
+   * Asks again about failed and expired payments created within PAYMENT_RECHECK_WINDOW, each at
+   * most every recheckEveryMs (least recently asked first): a payment completed after its order
+   * closed, whose notification never got through, is still credited once. The sweeper runs it.
+   */
+  async function recheckClosed(limit = 100): Promise<number> {
+    const now = ctx.clock.now().getTime();
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          inArray(payments.status, ['failed', 'expired']),
+          gt(payments.createdAt, new Date(now - config.paymentRecheckWindowMs)),
+          isNull(payments.mismatchAmountMicros), // a wrong amount is recorded once and left to the operator
+          or(isNull(payments.checkedAt), lte(payments.checkedAt, new Date(now - recheckEveryMs))),
+        ),
+      )
+      .orderBy(sql`${payments.checkedAt} asc nulls first`, asc(payments.createdAt))
+      .limit(limit);
+    for (const p of rows) await recheck(p);
+    return rows.length;
+  }
+
   function providerList() {
     return {
       providers: [...providers.values()].map((p) => ({ id: p.id, name: p.name, currency: config.currency, mode: config.paymentMode })),
     };
   }
 
-  return { create, list, get, requireOwn, settle, handleNotification, sweep, providerList, providers };
+  return { create, list, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
 }
 
 export type Payments = ReturnType<typeof createPayments>;

@@ -1,4 +1,7 @@
-/** The periodic expiry of pending payments (reads expire them too; this catches the unread ones). */
+/**
+ * The periodic expiry of pending payments (reads expire them too; this catches the unread ones),
+ * then the recheck of recently failed and expired ones at their provider.
+ */
 import type { AppContext } from '../../platform/context';
 import type { Payments } from './payments.service';
 
@@ -9,6 +12,7 @@ export function startSweeper(ctx: AppContext, payments: Payments, intervalMs: nu
     running = true;
     try {
       await payments.sweep({ limit: 500 });
+      await payments.recheckClosed(500);
     } catch (err) {
       ctx.log.error({ err }, 'payment sweep failed');
     } finally {

@@ -14,6 +14,7 @@ const MAX_PAYLOAD = 7_000;
 
 export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
   const listeners = new Set<(userId: string) => void>();
+  const resyncs = new Set<() => void>();
   const queued = new Set<string>();
   let timer: ReturnType<typeof setTimeout> | null = null;
   let listening: Promise<void> | null = null;
@@ -28,6 +29,21 @@ export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
       await ctx.database.notify(WALLET_CHANNEL, payload).catch((err) => ctx.log.warn({ err }, 'wallet change notification failed'));
     }
   }
+  let subscribed = false;
+  function onListen() {
+    if (!subscribed) {
+      subscribed = true; // the first LISTEN: nothing was missed yet
+      return;
+    }
+    ctx.log.info({ channel: WALLET_CHANNEL }, 'wallet notifications reconnected; reloading cached balances');
+    for (const resync of resyncs) {
+      try {
+        resync();
+      } catch (err) {
+        ctx.log.error({ err }, 'balance resync failed');
+      }
+    }
+  }
   ctx.onShutdown(async () => {
     if (timer) clearTimeout(timer);
     await flush();
@@ -39,9 +55,14 @@ export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
       queued.add(userId);
       timer ??= setTimeout(() => void flush(), coalesceMs);
     },
-    /** Resolves once this process listens; then listener(userId) runs for every change anywhere. */
-    listen(listener: (userId: string) => void): Promise<void> {
+    /**
+     * Resolves once this process listens; then listener(userId) runs for every change anywhere, and
+     * resync() after every reconnect of the LISTEN connection (changes made meanwhile were not
+     * announced here: whatever was cached must be reloaded).
+     */
+    listen(listener: (userId: string) => void, resync?: () => void): Promise<void> {
       listeners.add(listener);
+      if (resync) resyncs.add(resync);
       listening ??= ctx.database
         .listen(WALLET_CHANNEL, (payload) => {
           for (const userId of payload.split(',')) {
@@ -53,7 +74,7 @@ export function createWalletSignal(ctx: AppContext, coalesceMs = 20) {
               }
             }
           }
-        })
+        }, onListen)
         .then((unlisten) => ctx.onShutdown(unlisten));
       return listening;
     },

@@ -6,7 +6,7 @@
 import { asc } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
-import { majorToMicros, toMajor } from '../../platform/money';
+import { exactMajorToMicros, toMajor } from '../../platform/money';
 import { newId } from '../../platform/ids';
 import type { GpuPriceInput, ModelPriceInput, PriceUnit } from './pricing.schemas';
 import { gpuPrices, modelPrices } from './pricing.tables';
@@ -36,8 +36,12 @@ function duplicate(values: string[]): string | null {
   return null;
 }
 
-function checkPrice(what: string, value: number) {
+/** The price in micro-units; more than 6 decimals is refused, never rounded (0.0000004 must not become free). */
+function priceMicros(what: string, value: number): bigint {
   if (!Number.isFinite(value) || value < 0) throw new AppError('invalid', `${what}: price must be a finite non-negative number`);
+  const micros = exactMajorToMicros(value);
+  if (micros === null) throw new AppError('invalid', `${what}: price must have at most 6 decimals`);
+  return micros;
 }
 
 export function createPricingService(ctx: AppContext) {
@@ -68,9 +72,9 @@ export function createPricingService(ctx: AppContext) {
     async load() {
       await reload();
       if (!unlisten) {
-        unlisten = await ctx.database.listen(CHANNEL, () => {
-          reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
-        });
+        const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
+        // Reloads on every (re)connect too: changes announced while disconnected were missed.
+        unlisten = await ctx.database.listen(CHANNEL, reloadQuietly, reloadQuietly);
         ctx.onShutdown(async () => {
           await unlisten?.();
           unlisten = null;
@@ -92,7 +96,7 @@ export function createPricingService(ctx: AppContext) {
 
     /** Replaces the model price list in one transaction and tells every process. */
     async setModelPrices(rows: ModelPriceInput[]) {
-      for (const r of rows) checkPrice(r.slug, r.price);
+      const micros = rows.map((r) => priceMicros(r.slug, r.price));
       const dup = duplicate(rows.map((r) => r.slug));
       if (dup) throw new AppError('invalid', `duplicate slug "${dup}"`);
       const now = ctx.clock.now();
@@ -100,7 +104,7 @@ export function createPricingService(ctx: AppContext) {
         await tx.delete(modelPrices);
         if (rows.length)
           await tx.insert(modelPrices).values(
-            rows.map((r, position) => ({ id: newId('mpr'), slug: r.slug, unit: r.unit, priceMicros: majorToMicros(r.price), position, updatedAt: now })),
+            rows.map((r, position) => ({ id: newId('mpr'), slug: r.slug, unit: r.unit, priceMicros: micros[position]!, position, updatedAt: now })),
           );
         await ctx.database.notify(CHANNEL, 'models', tx);
       });
@@ -110,7 +114,7 @@ export function createPricingService(ctx: AppContext) {
 
     /** Replaces the GPU price list in one transaction and tells every process. */
     async setGpuPrices(rows: GpuPriceInput[]) {
-      for (const r of rows) checkPrice(r.name, r.hourly_price);
+      const micros = rows.map((r) => priceMicros(r.name, r.hourly_price));
       const dup = duplicate(rows.map((r) => r.name));
       if (dup) throw new AppError('invalid', `duplicate name "${dup}"`);
       const now = ctx.clock.now();
@@ -118,7 +122,7 @@ export function createPricingService(ctx: AppContext) {
         await tx.delete(gpuPrices);
         if (rows.length)
           await tx.insert(gpuPrices).values(
-            rows.map((r, position) => ({ id: newId('gpr'), name: r.name, hourlyPriceMicros: majorToMicros(r.hourly_price), position, updatedAt: now })),
+            rows.map((r, position) => ({ id: newId('gpr'), name: r.name, hourlyPriceMicros: micros[position]!, position, updatedAt: now })),
           );
         await ctx.database.notify(CHANNEL, 'gpus', tx);
       });

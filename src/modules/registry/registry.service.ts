@@ -173,9 +173,9 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
     async load() {
       await reload();
       if (unlisten) return;
-      unlisten = await ctx.database.listen(REGISTRY_CHANNEL, () => {
-        reload().catch((err) => ctx.log.error({ err }, 'registry reload failed'));
-      });
+      const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'registry reload failed'));
+      // Reloads on every (re)connect too: changes announced while disconnected were missed.
+      unlisten = await ctx.database.listen(REGISTRY_CHANNEL, reloadQuietly, reloadQuietly);
       ctx.onShutdown(async () => {
         await unlisten?.();
         unlisten = null;

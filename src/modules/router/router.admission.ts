@@ -13,20 +13,23 @@
  *
  * The balance cache is invalidated across processes by billing's NOTIFY: on a change the entry is
  * reloaded in the background (a generation counter discards reloads that raced with a commit of
- * ours); our own commits set it from the balance the debit returned.
+ * ours); our own commits set it from the balance the debit returned, and reload once more when a
+ * change was announced meanwhile. After the notification connection reconnects, every entry reloads.
  */
 import { AppError } from '../../platform/errors';
 import type { Logger } from '../../platform/logger';
 
 interface BalanceSource {
   getBalanceMicros(userId: string): Promise<bigint>;
-  onBalanceChange(listener: (userId: string) => void): Promise<void>;
+  onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
 }
 
 interface UserState {
   balance: bigint | null;
   gen: number;
   loading: Promise<void> | null;
+  /** A change was announced since our last commit: the balance that commit returned may predate it. */
+  changed: boolean;
   pending: bigint;
   reserved: bigint;
   inflight: number;
@@ -47,7 +50,7 @@ export function createAdmission(source: BalanceSource, log: Logger, waitMs: numb
     let s = users.get(userId);
     if (!s) {
       if (users.size > SWEEP_ABOVE) sweep();
-      s = { balance: null, gen: 0, loading: null, pending: 0n, reserved: 0n, inflight: 0, waiters: [] };
+      s = { balance: null, gen: 0, loading: null, changed: false, pending: 0n, reserved: 0n, inflight: 0, waiters: [] };
       users.set(userId, s);
     }
     return s;
@@ -81,12 +84,22 @@ export function createAdmission(source: BalanceSource, log: Logger, waitMs: numb
     for (const fn of w) fn();
   }
 
-  const ready = source.onBalanceChange((userId) => {
-    const s = users.get(userId);
-    if (!s) return;
+  function reloadAfterChange(userId: string, s: UserState) {
+    s.changed = true;
     s.gen++;
     void load(userId, s);
-  });
+  }
+
+  const ready = source.onBalanceChange(
+    (userId) => {
+      const s = users.get(userId);
+      if (s) reloadAfterChange(userId, s);
+    },
+    // The notification connection came back: any cached balance may have missed a change.
+    () => {
+      for (const [userId, s] of users) reloadAfterChange(userId, s);
+    },
+  );
 
   async function balanceOf(userId: string, s: UserState): Promise<bigint> {
     while (s.balance === null) {
@@ -144,8 +157,14 @@ export function createAdmission(source: BalanceSource, log: Logger, waitMs: numb
         s.pending -= cost;
         const b = balances.get(userId);
         if (b !== undefined) {
+          // Ordering, not timing: a commit's balance may predate a change announced before it
+          // arrived (a top-up). Then, or when a reload is in flight (this commit discards it), one
+          // more reload starts now, after that change committed, and sees it.
+          const reloadAfter = s.changed || s.loading !== null;
+          s.changed = false;
           s.gen++;
           s.balance = b;
+          if (reloadAfter) void load(userId, s);
         }
         wake(s);
       }

@@ -1,16 +1,36 @@
 /**
- * The backend set: upstream OpenAI base URLs per model slug, from MODEL_BACKENDS and from
- * registerBackend (the runtime supervisor's engines). Health is passive (a failed request takes the
- * backend out for a backoff window that doubles per consecutive failure) and active (a periodic
- * GET {url}/models; success puts it back at once, failure takes it out).
+ * The backend set: upstream OpenAI base URLs per model slug, from MODEL_BACKENDS (`env`), the
+ * admin-managed set (`admin`, replaced as a whole by replaceAdmin) and registerBackend (`engine`:
+ * the runtime supervisor's engines). Health is passive (a failed request takes the backend out for
+ * a backoff window that doubles per consecutive failure) and active (a periodic GET {url}/models;
+ * success puts it back at once, failure takes it out).
+ *
+ * Choice among a model's healthy backends is weighted least-loaded: fewest requests in flight per
+ * unit of weight first; among equally loaded ones (an idle model: all of them) a smooth weighted
+ * round robin (as nginx's upstream module does) spreads requests exactly in proportion to weight.
  */
 import type { Logger } from '../../platform/logger';
 import type { RouterSettings } from './router.config';
+import { authorizationOf, type Upstream } from './router.upstream';
 
-export interface Backend {
+export type BackendSource = 'env' | 'admin' | 'engine';
+
+export interface BackendOptions {
+  source: BackendSource;
+  /** Sent upstream as `Authorization: Bearer`; never shown, logged or measured. */
+  apiKey?: string | null;
+  /** 1..100: the backend's share of its model's traffic relative to the others. */
+  weight?: number;
+  enabled?: boolean;
+}
+
+export interface Backend extends Upstream {
   slug: string;
-  url: string;
-  source: string;
+  source: BackendSource;
+  weight: number;
+  enabled: boolean;
+  /** Smooth weighted round robin's running credit. */
+  credit: number;
   inflight: number;
   failures: number;
   /** Epoch ms until which the backend is out of rotation (0: healthy). */
@@ -22,7 +42,11 @@ export interface Backend {
 export interface BackendView {
   model: string;
   url: string;
-  source: string;
+  source: BackendSource;
+  weight: number;
+  enabled: boolean;
+  /** Whether an API key is set (the key itself is write-only). */
+  has_api_key: boolean;
   healthy: boolean;
   inflight: number;
   consecutive_failures: number;
@@ -35,23 +59,87 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   const bySlug = new Map<string, Backend[]>();
 
   const healthy = (b: Backend) => b.downUntil <= now();
+  const enabledOf = (slug: string) => (bySlug.get(slug) ?? []).filter((b) => b.enabled);
+  const all = () => [...bySlug.values()].flat();
 
-  function register(slug: string, url: string, meta: { source: string } = { source: 'runtime' }): () => void {
-    const backend: Backend = { slug, url: url.replace(/\/+$/, ''), source: meta.source, inflight: 0, failures: 0, downUntil: 0, lastError: null, lastProbeAt: null };
-    bySlug.set(slug, [...(bySlug.get(slug) ?? []), backend]);
-    return () => {
-      const rest = (bySlug.get(slug) ?? []).filter((b) => b !== backend);
-      if (rest.length) bySlug.set(slug, rest);
-      else bySlug.delete(slug);
-    };
+  function add(backend: Backend) {
+    bySlug.set(backend.slug, [...(bySlug.get(backend.slug) ?? []), backend]);
   }
 
-  /** A model's backends in the order to try: healthy ones by fewest in flight, then those in backoff (soonest back first). */
+  function remove(backend: Backend) {
+    const rest = (bySlug.get(backend.slug) ?? []).filter((b) => b !== backend);
+    if (rest.length) bySlug.set(backend.slug, rest);
+    else bySlug.delete(backend.slug);
+  }
+
+  function register(slug: string, url: string, opts: BackendOptions = { source: 'engine' }): () => void {
+    const backend: Backend = {
+      slug,
+      url: url.replace(/\/+$/, ''),
+      source: opts.source,
+      apiKey: opts.apiKey ?? null,
+      weight: opts.weight ?? 1,
+      enabled: opts.enabled ?? true,
+      credit: 0,
+      inflight: 0,
+      failures: 0,
+      downUntil: 0,
+      lastError: null,
+      lastProbeAt: null,
+    };
+    add(backend);
+    return () => remove(backend);
+  }
+
+  /**
+   * Replaces every `admin` backend with `entries`. A backend that stays (same model and URL) keeps
+   * its health and in-flight count; requests already running on a removed one finish there.
+   */
+  function replaceAdmin(entries: Array<{ model: string; url: string; apiKey: string | null; weight: number; enabled: boolean }>) {
+    const current = new Map(all().filter((b) => b.source === 'admin').map((b) => [`${b.slug} ${b.url}`, b]));
+    for (const e of entries) {
+      const kept = current.get(`${e.model} ${e.url}`);
+      if (kept) {
+        current.delete(`${e.model} ${e.url}`);
+        // New credentials deserve a fresh chance: failures under the old key say nothing of the new one.
+        if (kept.apiKey !== e.apiKey) markOk(kept);
+        Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
+      } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
+    }
+    for (const gone of current.values()) remove(gone);
+  }
+
+  /** Smooth weighted round robin among equally loaded backends: exact shares, no bursts. */
+  function pickWeighted(tied: Backend[]): Backend {
+    let total = 0;
+    let best = tied[0]!;
+    for (const b of tied) {
+      b.credit += b.weight;
+      total += b.weight;
+      if (b.credit > best.credit) best = b;
+    }
+    best.credit -= total;
+    return best;
+  }
+
+  /**
+   * A model's enabled backends in the order to try: healthy ones by fewest in flight per unit of
+   * weight (ties shared by weight), then those in backoff (soonest back first).
+   */
   function candidates(slug: string): Backend[] {
-    const all = bySlug.get(slug) ?? [];
-    if (all.length === 1) return all;
-    const up = all.filter(healthy).sort((a, b) => a.inflight - b.inflight);
-    const down = all.filter((b) => !healthy(b)).sort((a, b) => a.downUntil - b.downUntil);
+    const enabled = enabledOf(slug);
+    if (enabled.length <= 1) return enabled;
+    const load = (b: Backend) => b.inflight / b.weight;
+    const up = enabled.filter(healthy).sort((a, b) => load(a) - load(b));
+    const down = enabled.filter((b) => !healthy(b)).sort((a, b) => a.downUntil - b.downUntil);
+    if (up.length > 1) {
+      const tied = up.filter((b) => load(b) === load(up[0]!));
+      if (tied.length > 1) {
+        const first = pickWeighted(tied);
+        up.splice(up.indexOf(first), 1);
+        up.unshift(first);
+      }
+    }
     return [...up, ...down];
   }
 
@@ -71,7 +159,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   async function probe(b: Backend) {
     b.lastProbeAt = now();
     try {
-      const res = await fetch(`${b.url}/models`, { signal: AbortSignal.timeout(settings.connectTimeoutMs) });
+      const res = await fetch(`${b.url}/models`, { headers: authorizationOf(b), signal: AbortSignal.timeout(settings.connectTimeoutMs) });
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`probe answered ${res.status}`);
       markOk(b);
@@ -86,7 +174,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     const round = async () => {
       if (running) return;
       running = true;
-      await Promise.all([...bySlug.values()].flat().map(probe));
+      await Promise.all(all().filter((b) => b.enabled).map(probe));
       running = false;
     };
     const timer = setInterval(() => void round(), settings.probeIntervalMs);
@@ -95,10 +183,13 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   }
 
   function list(): BackendView[] {
-    return [...bySlug.values()].flat().map((b) => ({
+    return all().map((b) => ({
       model: b.slug,
       url: b.url,
       source: b.source,
+      weight: b.weight,
+      enabled: b.enabled,
+      has_api_key: b.apiKey !== null,
       healthy: healthy(b),
       inflight: b.inflight,
       consecutive_failures: b.failures,
@@ -110,17 +201,18 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
 
   return {
     register,
+    replaceAdmin,
     candidates,
     markOk,
     markFailed,
-    probeAll: () => Promise.all([...bySlug.values()].flat().map(probe)),
+    probeAll: () => Promise.all(all().filter((b) => b.enabled).map(probe)),
     startProbing,
     list,
-    /** Model slugs with at least one backend. */
-    models: () => [...bySlug.keys()],
-    has: (slug: string) => bySlug.has(slug),
+    /** Model slugs with at least one enabled backend. */
+    models: () => [...bySlug.keys()].filter((slug) => enabledOf(slug).length > 0),
+    has: (slug: string) => enabledOf(slug).length > 0,
     /** Fewest requests in flight among the model's healthy backends (Infinity when none is healthy). */
-    load: (slug: string) => Math.min(...(bySlug.get(slug) ?? []).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
+    load: (slug: string) => Math.min(...enabledOf(slug).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
   };
 }
 

@@ -50,7 +50,7 @@ export function parseRoutes(raw: string | null): Map<string, RouteDef> {
   return routes;
 }
 
-export function routerSettings(get: (name: string) => string | undefined, rawRoutes: string | null, modelBackends: Record<string, string[]>): RouterSettings {
+export function routerSettings(get: (name: string) => string | undefined, rawRoutes: string | null, modelBackends: Record<string, unknown[]>): RouterSettings {
   const env = (name: string, fallback: string) => parseDuration(name, get(name) ?? fallback);
   const routes = parseRoutes(rawRoutes);
   for (const name of routes.keys())

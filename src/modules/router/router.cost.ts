@@ -4,11 +4,16 @@
  * hourly rollup, and the partial hours at its two ends from router_usage (all indexed by user and
  * time), so a window of months reads days instead of millions of requests, and the answer is
  * exact to the millisecond.
+ *
+ * cost_usd is the exact sum of the site-currency costs converted once (USD_PER_CNY on the China
+ * site): converting each request and summing the rounded values would drift low by up to half a
+ * micro-unit per request (3 × 105 µCNY at 0.1378 gave 42 µUSD instead of 43).
  */
 import { type SQL, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
+import { usdConverter } from './router.pricing';
 
 export const GROUP_KEYS = ['user', 'model', 'entrypoint'] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];
@@ -47,6 +52,7 @@ export function parseGroupBy(raw: string | undefined): GroupKey[] {
 }
 
 export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) => Promise<Map<string, string>>) {
+  const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const column: Record<GroupKey, SQL> = { user: sql.raw('user_id'), model: sql.raw('model'), entrypoint: sql.raw('entrypoint') };
 
   return async function cost(scope: { userId: string; isAdmin: boolean }, q: CostQuery) {
@@ -69,25 +75,25 @@ export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) 
     const iso = (d: Date | number) => new Date(d).toISOString();
     const rows = await ctx.database.query<Record<string, string>>(sql`
       with src as (
-        select user_id, model, entrypoint, tokens, cost_usd_micros from router_usage_daily
+        select user_id, model, entrypoint, tokens, cost_micros from router_usage_daily
         where day >= ${iso(d1)}::timestamptz and day < ${iso(d2)}::timestamptz${own}
         union all
-        select user_id, model, entrypoint, tokens, cost_usd_micros from router_usage_hourly
+        select user_id, model, entrypoint, tokens, cost_micros from router_usage_hourly
         where ((hour >= ${iso(h1)}::timestamptz and hour < ${iso(d1)}::timestamptz)
             or (hour >= ${iso(d2)}::timestamptz and hour < ${iso(h2)}::timestamptz))${own}
         union all
-        select coalesce(user_id, '') as user_id, model, entrypoint, (prompt_tokens + completion_tokens)::bigint as tokens, cost_usd_micros
+        select coalesce(user_id, '') as user_id, model, entrypoint, (prompt_tokens + completion_tokens)::bigint as tokens, cost_micros
         from router_usage
         where ((created_at >= ${iso(from)}::timestamptz and created_at < ${iso(h1)}::timestamptz)
             or (created_at >= ${iso(h2)}::timestamptz and created_at < ${iso(to)}::timestamptz))${own}
       )
-      select ${select}coalesce(sum(tokens), 0)::text as tokens, coalesce(sum(cost_usd_micros), 0)::text as cost_usd_micros
+      select ${select}coalesce(sum(tokens), 0)::text as tokens, coalesce(sum(cost_micros), 0)::text as cost_micros
       from src${groupBy}
-      order by sum(cost_usd_micros) desc nulls last${cols.length ? sql`, ${sql.join(cols, sql`, `)}` : sql``}`);
+      order by sum(cost_micros) desc nulls last${cols.length ? sql`, ${sql.join(cols, sql`, `)}` : sql``}`);
 
     const emails = groups.includes('user') ? await emailsOf([...new Set(rows.map((r) => r.user_id!).filter(Boolean))]) : new Map<string, string>();
     const items: CostRow[] = rows.map((r) => {
-      const row: CostRow = { cost_usd: toMajor(BigInt(r.cost_usd_micros!)), tokens: Number(r.tokens) };
+      const row: CostRow = { cost_usd: toMajor(toUsd(BigInt(r.cost_micros!))), tokens: Number(r.tokens) };
       if (groups.includes('user')) row.user = r.user_id ? (emails.get(r.user_id) ?? r.user_id) : 'anonymous';
       if (groups.includes('model')) row.model = r.model!;
       if (groups.includes('entrypoint')) row.entrypoint = r.entrypoint!;

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { authPlugin } from '../../platform/http/auth';
 import type { createCostReport } from './router.cost';
-import { CostQuery, CostResponse } from './router.schemas';
+import { BackendsBody, CostQuery, CostResponse } from './router.schemas';
 import type { RouterService } from './router.service';
 
 export const routerRoutes = (deps: { auth: ReturnType<typeof authPlugin>; router: RouterService; cost: ReturnType<typeof createCostReport> }) =>
@@ -17,5 +17,10 @@ export const routerRoutes = (deps: { auth: ReturnType<typeof authPlugin>; router
     })
     .get('/api/admin/router/backends', () => ({ backends: deps.router.listBackends() }), {
       auth: ['admin'],
-      detail: { summary: 'Router backends and their health', tags: ['router'] },
+      detail: { summary: 'Router backends and their health; source is env, admin or engine (API keys are never shown)', tags: ['router'] },
+    })
+    .put('/api/admin/router/backends', async ({ body }) => ({ backends: await deps.router.replaceBackends(body.backends) }), {
+      auth: ['admin'],
+      body: BackendsBody,
+      detail: { summary: 'Replace the admin-managed backends; every replica uses them within a second', tags: ['router'] },
     });

@@ -20,3 +20,20 @@ export const CostResponse = t.Object({
   group_by: t.Array(t.String()),
   items: t.Array(CostRowSchema),
 });
+
+export const BackendsBody = t.Object({
+  backends: t.Array(
+    t.Object({
+      model: t.String({ minLength: 1, maxLength: 200, description: 'model slug served by this backend' }),
+      url: t.String({ minLength: 1, maxLength: 2000, description: 'the upstream OpenAI base URL (http or https)' }),
+      api_key: t.Optional(
+        t.Union([t.String({ minLength: 1, maxLength: 4096 }), t.Null()], {
+          description: 'write-only; sent upstream as Authorization: Bearer. Omitted: keep the stored key of this model and URL; null: remove it',
+        }),
+      ),
+      weight: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: 'share of the model\'s traffic (default 1)' })),
+      enabled: t.Optional(t.Boolean({ description: 'default true' })),
+    }),
+    { maxItems: 1000 },
+  ),
+});

@@ -9,17 +9,18 @@ import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
-import { type Backend, createBackendSet } from './router.backends';
+import { type Backend, type BackendOptions, createBackendSet } from './router.backends';
+import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, attemptController, completeOnce, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type Chunk, type Upstream, attemptController, completeOnce, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
   billing: UsageDebitor & {
     getBalanceMicros(userId: string): Promise<bigint>;
-    onBalanceChange(listener: (userId: string) => void): Promise<void>;
+    onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
   };
 }
 
@@ -109,7 +110,9 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const settings = ctx.config.router;
   const backends = createBackendSet(settings, ctx.log);
-  for (const [slug, urls] of Object.entries(ctx.config.modelBackends)) for (const url of urls) backends.register(slug, url, { source: 'MODEL_BACKENDS' });
+  for (const [slug, configured] of Object.entries(ctx.config.modelBackends))
+    for (const { url, apiKey } of configured) backends.register(slug, url, { source: 'env', apiKey });
+  const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
   const admission = createAdmission(deps.billing, ctx.log, settings.admissionWaitMs);
   const usage = createUsageWriter(ctx, deps.billing, admission.committed);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
@@ -157,7 +160,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   }
 
   /** Tries each candidate model's backends in order; on success the backend stays counted in flight until release(). */
-  async function failover<T>(p: Plan, signal: AbortSignal | undefined, attempt: (url: string, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
+  async function failover<T>(p: Plan, signal: AbortSignal | undefined, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     let last: AttemptError | null = null;
     let answered = false;
     for (const candidate of p.candidates) {
@@ -165,7 +168,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
         const control = attemptController(signal);
         backend.inflight++;
         try {
-          const result = await attempt(backend.url, candidate.slug, control);
+          const result = await attempt(backend, candidate.slug, control);
           backends.markOk(backend);
           return { served: { candidate, backend, control }, result };
         } catch (err) {
@@ -259,7 +262,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     let served: Served;
     let response: Chunk;
     try {
-      ({ served, result: response } = await failover(p, req.signal, (url, slug, control) => completeOnce(url, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs)));
+      ({ served, result: response } = await failover(p, req.signal, (upstream, slug, control) => completeOnce(upstream, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs)));
     } catch (err) {
       return failed(req, ticket, p, started, false, err);
     }
@@ -400,14 +403,19 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     openStream,
     streamChat,
     listModels,
-    registerBackend: (slug: string, baseUrl: string, meta?: { source: string }) => backends.register(slug, baseUrl, meta),
+    registerBackend: (slug: string, baseUrl: string, opts?: BackendOptions) => backends.register(slug, baseUrl, opts),
     listBackends: backends.list,
+    /** PUT /api/admin/router/backends: replaces the admin-managed set on every process; answers the whole list. */
+    async replaceBackends(input: BackendInput[]) {
+      await adminBackends.replace(input);
+      return backends.list();
+    },
     /** Probes every backend now (tests; the periodic probe runs on its own). */
     probeBackends: backends.probeAll,
     /** Resolves when every usage row queued so far is committed (tests, reports that must see the latest). */
     flushUsage: () => usage.flush(),
-    /** Resolves once cross-process balance invalidation is listening. */
-    ready: () => admission.ready,
+    /** Resolves once cross-process balance invalidation listens and the admin-managed backends are loaded and followed. */
+    ready: () => Promise.all([admission.ready, adminBackends.load()]).then(() => {}),
   };
 }
 

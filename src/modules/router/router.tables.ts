@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** One row per routed request (gateway or agent), written with its wallet debit in one transaction. */
 export const routerUsage = pgTable(
@@ -55,3 +55,23 @@ function rollupTable<B extends 'hour' | 'day'>(name: string, bucket: B) {
  */
 export const routerUsageHourly = rollupTable('router_usage_hourly', 'hour');
 export const routerUsageDaily = rollupTable('router_usage_daily', 'day');
+
+/**
+ * The admin-managed backends (PUT /api/admin/router/backends replaces them all). The API key is
+ * stored sealed (AES-256-GCM, key derived from SECRET_KEY) and never leaves the process in clear
+ * except as the upstream's Authorization header.
+ */
+export const routerBackends = pgTable(
+  'router_backends',
+  {
+    id: text('id').primaryKey(),
+    model: text('model').notNull(),
+    url: text('url').notNull(),
+    apiKeySealed: text('api_key_sealed'),
+    weight: integer('weight').notNull(),
+    enabled: boolean('enabled').notNull(),
+    position: integer('position').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [uniqueIndex('router_backends_model_url_key').on(t.model, t.url)],
+);

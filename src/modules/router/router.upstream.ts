@@ -21,6 +21,15 @@ export class AttemptError extends Error {
 
 export type Chunk = Record<string, unknown>;
 
+/** Where an attempt goes: an OpenAI base URL and the API key it needs, if any. */
+export interface Upstream {
+  url: string;
+  apiKey: string | null;
+}
+
+/** The upstream's credential as a header; empty without a key. */
+export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
+
 const rawText = new WeakMap<Chunk, string>();
 
 /** The JSON text a chunk was parsed from, so a proxy can forward it without serializing it again. */
@@ -74,15 +83,15 @@ async function errorFromStatus(res: Response): Promise<AttemptError> {
   return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
 }
 
-function post(url: string, payload: string, signal: AbortSignal) {
-  return fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload, signal });
+function post(upstream: Upstream, payload: string, signal: AbortSignal) {
+  return fetch(`${upstream.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal });
 }
 
 /** A JSON completion; throws AttemptError. */
-export async function completeOnce(url: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+export async function completeOnce(upstream: Upstream, payload: string, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
   control.arm(firstByteTimeoutMs, 'upstream answer');
   try {
-    const res = await post(url, payload, control.signal);
+    const res = await post(upstream, payload, control.signal);
     if (!res.ok) throw await errorFromStatus(res);
     const text = await res.text();
     let data: unknown;
@@ -120,10 +129,10 @@ export interface OpenedUpstream {
  * Opens a stream and reads up to the first meaningful chunk, so that a backend that fails before
  * producing a token can be failed over. Throws AttemptError.
  */
-export async function openStreamOnce(url: string, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
+export async function openStreamOnce(upstream: Upstream, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
   control.arm(timeouts.connectMs, 'upstream connect');
   try {
-    const res = await post(url, payload, control.signal);
+    const res = await post(upstream, payload, control.signal);
     if (!res.ok) throw await errorFromStatus(res);
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       await res.body?.cancel().catch(() => {});

@@ -120,7 +120,7 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
         const handle = connectRouter(locateLibrary('router', config.dataDir, paths.routerLib), `http://127.0.0.1:${mgmt}`);
         try {
           const models = handle.models();
-          unregister = models.map((slug) => deps.router.registerBackend(slug, `${baseUrl}/v1`, { source: 'aria-router' }));
+          unregister = models.map((slug) => deps.router.registerBackend(slug, `${baseUrl}/v1`, { source: 'engine' }));
           log.info({ msg: 'aria router ready', url: baseUrl, models });
         } finally {
           handle.close();

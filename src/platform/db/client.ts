@@ -26,8 +26,13 @@ export interface Database {
    * re-planning a hot ledger statement per call cost a third of its throughput (bench/ledger.ts).
    */
   prepared<T = Record<string, unknown>>(text: string, params: string[], on?: DbOrTx): Promise<T[]>;
-  /** Subscribe to a PostgreSQL NOTIFY channel; resolves once listening. Returns unsubscribe. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Subscribe to a PostgreSQL NOTIFY channel; resolves once listening. Returns unsubscribe.
+   * `onListen` runs every time the subscription is (re)established, the first time included:
+   * notifications sent while the LISTEN connection was down are lost, so a cache built from them
+   * must reload there.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
   notify(channel: string, payload: string, on?: DbOrTx): Promise<void>;
   /** `SELECT 1` bounded by timeoutMs. */
   ping(timeoutMs: number): Promise<boolean>;
@@ -79,8 +84,9 @@ function openPostgres(url: string, max: number): Database {
       const sqlClient = on ? driverOf<postgres.Sql>(on) : client;
       return (await sqlClient.unsafe(text, params, { prepare: true })) as never[];
     },
-    async listen(channel, onPayload) {
-      const sub = await client.listen(channel, onPayload);
+    async listen(channel, onPayload, onListen) {
+      // postgres.js reconnects the LISTEN connection by itself and calls onListen after each LISTEN.
+      const sub = await client.listen(channel, onPayload, onListen);
       return () => sub.unlisten();
     },
     ping: (timeoutMs) => pingWith(() => client`select 1`, timeoutMs),
@@ -111,7 +117,12 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     ...drizzleQueries(drizzlePglite(pg) as unknown as Db),
     // PGlite runs in-process: nothing to prepare, only the transaction's handle to use.
     prepared: async (text, params, on) => (await (on ? driverOf<PGlite>(on) : pg).query(text, params)).rows as never[],
-    listen: (channel, onPayload) => pg.listen(channel, onPayload),
+    // In-process: the subscription never drops, so onListen runs once.
+    async listen(channel, onPayload, onListen) {
+      const unlisten = await pg.listen(channel, onPayload);
+      onListen?.();
+      return unlisten;
+    },
     ping: (timeoutMs) => pingWith(() => pg.query('select 1'), timeoutMs),
     async close() {
       await pg.close();

@@ -7,6 +7,8 @@ import m4 from '../../../migrations/0004_agents_tables.sql' with { type: 'text' 
 import m5 from '../../../migrations/0005_router_usage.sql' with { type: 'text' };
 import m6 from '../../../migrations/0006_registry_models.sql' with { type: 'text' };
 import m7 from '../../../migrations/0007_router_usage_daily.sql' with { type: 'text' };
+import m8 from '../../../migrations/0008_payments_recheck.sql' with { type: 'text' };
+import m9 from '../../../migrations/0009_router_backends.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -18,4 +20,6 @@ export const embeddedMigrations: Migration[] = [
   { name: '0005_router_usage', sql: m5 },
   { name: '0006_registry_models', sql: m6 },
   { name: '0007_router_usage_daily', sql: m7 },
+  { name: '0008_payments_recheck', sql: m8 },
+  { name: '0009_router_backends', sql: m9 },
 ];

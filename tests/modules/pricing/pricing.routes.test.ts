@@ -75,6 +75,8 @@ for (const kind of DB_KINDS) {
       ['missing price', { models: [{ slug: 'a', unit: 'per_request' }] }],
       ['duplicate slug', { models: [{ slug: 'a', unit: 'per_request', price: 1 }, { slug: 'a', unit: 'per_request', price: 2 }] }],
       ['not a list', { models: 'x' }],
+      ['a price with 7 decimals', { models: [{ slug: 'a', unit: 'per_request', price: 0.0000004 }] }],
+      ['a price of 1.1234567', { models: [{ slug: 'a', unit: 'per_million_tokens', price: 1.1234567 }] }],
     ])('PUT models refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/models', { token: admin.token, body });
       expect(res.status).toBe(400);
@@ -85,9 +87,28 @@ for (const kind of DB_KINDS) {
       ['negative price', { gpus: [{ name: 'a', hourly_price: -0.01 }] }],
       ['duplicate name', { gpus: [{ name: 'a', hourly_price: 1 }, { name: 'a', hourly_price: 1 }] }],
       ['empty name', { gpus: [{ name: '', hourly_price: 1 }] }],
+      ['a price with 7 decimals', { gpus: [{ name: 'a', hourly_price: 2.0000001 }] }],
     ])('PUT gpus refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/gpus', { token: admin.token, body });
       expect(res.status).toBe(400);
+    });
+
+    test('a price with more than 6 decimals is refused and changes nothing; 6 decimals are kept exactly', async () => {
+      const before = (await t.request('GET', '/api/pricing')).body;
+      const refused = await t.request('PUT', '/api/admin/billing/pricing/models', {
+        token: admin.token,
+        body: { models: [{ slug: 'cheap', unit: 'per_request', price: 0.0000004 }] },
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toContain('6 decimals');
+      expect((await t.request('GET', '/api/pricing')).body).toEqual(before);
+
+      const smallest = await t.request('PUT', '/api/admin/billing/pricing/models', {
+        token: admin.token,
+        body: { models: [{ slug: 'cheap', unit: 'per_request', price: 0.000001 }, { slug: 'big', unit: 'per_million_tokens', price: 123456.654321 }] },
+      });
+      expect(smallest.status).toBe(200);
+      expect(smallest.body.models.map((m: { price: number }) => m.price)).toEqual([0.000001, 123456.654321]);
     });
 
     test('malformed body and limit are 400, never 500', async () => {

@@ -129,3 +129,33 @@ describe.each(DB_KINDS)('router cost on the China site (%s)', (kind) => {
     }
   });
 });
+
+describe('China-site cost_usd is exact over any range (postgres)', () => {
+  test('3 × 105 µCNY at 0.1378 reports 43 µUSD (the exact sum converted once), whichever rollups a window reads', async () => {
+    const clock = new SettableClock();
+    clock.at = new Date('2026-01-01T10:30:00Z');
+    const h = await startHarness({ clock, env: { SITE: 'cn', USD_PER_CNY: '0.1378' } });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.000105 }]);
+      const u = await fundedUser(h, 1_000_000n, { admin: true });
+      const hi = [{ role: 'user' as const, content: 'hi' }];
+      // One request in each kind of source: a whole day (daily rollup), a whole hour (hourly), a partial hour (raw rows).
+      for (const at of ['2026-01-01T10:30:00Z', '2026-01-02T05:10:00Z', '2026-01-02T07:40:00Z']) {
+        clock.at = new Date(at);
+        await u.client.chat.completions.create({ model: 'm1', messages: hi });
+      }
+      await h.t.services.router.flushUsage();
+      const cost = async (q: string) => (await ask(h, `/v1/router/cost?${q}`, { bearer: u.key.key })).body.items;
+      // 315 µCNY × 0.1378 = 43.407 µUSD; per-request rounding (14 µUSD each) would say 42.
+      expect(await cost('from=2025-12-31T00:00:00Z&to=2026-01-02T07:50:00Z')).toEqual([{ cost_usd: 0.000043, tokens: expect.any(Number) }]);
+      expect(await cost('from=2025-12-31T00:00:00Z&to=2026-01-02T07:50:00Z&group_by=model')).toEqual([{ model: 'm1', cost_usd: 0.000043, tokens: expect.any(Number) }]);
+      // One request alone: 14.469 µUSD.
+      expect((await cost('from=2026-01-02T07:00:00Z&to=2026-01-02T08:00:00Z'))[0].cost_usd).toBe(0.000014);
+      // Two: 28.938 µUSD rounds to 29, where two rounded requests would be 28.
+      expect((await cost('from=2026-01-02T00:00:00Z&to=2026-01-02T08:00:00Z'))[0].cost_usd).toBe(0.000029);
+      expect(await u.balance()).toBe(1_000_000n - 315n);
+    } finally {
+      await h.close();
+    }
+  });
+});

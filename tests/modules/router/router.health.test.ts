@@ -30,10 +30,10 @@ describe('backends', () => {
       await h.t.services.pricing.setModelPrices([{ slug: 'engine-1', unit: 'per_request', price: 0.01 }]);
       const u = await fundedUser(h, 1_000_000n);
       const engine = await startFakeUpstream({ models: ['engine-1'] });
-      const unregister = h.t.services.router.registerBackend('engine-1', engine.url, { source: 'runtime' });
+      const unregister = h.t.services.router.registerBackend('engine-1', engine.url, { source: 'engine' });
       const r = await u.client.chat.completions.create({ model: 'engine-1', messages: [{ role: 'user', content: 'hi' }] });
       expect((r.usage as unknown as { cost: number }).cost).toBe(0.01);
-      expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ source: 'runtime', healthy: true });
+      expect(h.t.services.router.listBackends().find((b) => b.model === 'engine-1')).toMatchObject({ source: 'engine', healthy: true });
       const port = engine.port;
       await engine.close();
       await h.t.services.router.probeBackends();

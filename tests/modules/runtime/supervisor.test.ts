@@ -230,7 +230,8 @@ describe('runtime supervisor', () => {
     void s.start();
     await waitFor(() => s.status()[0]?.state === 'ready', 'router ready');
     const { port } = s.status()[0]!;
-    const routed = t.services.router.listBackends().filter((b) => b.source === 'aria-router');
+    const routed = t.services.router.listBackends().filter((b) => b.model.startsWith('routed-'));
+    expect(routed.every((b) => b.source === 'engine')).toBe(true);
     expect(routed.map((b) => [b.model, b.url])).toEqual([
       ['routed-a', `http://127.0.0.1:${port}/v1`],
       ['routed-b', `http://127.0.0.1:${port}/v1`],
@@ -239,6 +240,6 @@ describe('runtime supervisor', () => {
     expect(res.status).toBe(200);
     expect(res.body.choices[0].message.content).toBe('echo: via router');
     await s.stop();
-    expect(t.services.router.listBackends().filter((b) => b.source === 'aria-router')).toEqual([]);
+    expect(t.services.router.listBackends().filter((b) => b.model.startsWith('routed-'))).toEqual([]);
   });
 });

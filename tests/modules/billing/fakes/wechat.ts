@@ -10,7 +10,7 @@ interface Order {
   out_trade_no: string;
   total: number;
   currency: string;
-  trade_state: 'NOTPAY' | 'SUCCESS' | 'CLOSED';
+  trade_state: 'NOTPAY' | 'SUCCESS' | 'CLOSED' | 'PAYERROR';
   transaction_id?: string;
   notify_url: string;
 }
@@ -21,6 +21,8 @@ export function startFakeWechat() {
   const apiV3Key = randomBytes(16).toString('hex'); // 32 ASCII bytes
   const mchId = '1900000109';
   const orders = new Map<string, Order>();
+  /** Order queries received, by out_trade_no. */
+  const queries = new Map<string, number>();
   const fail = (status: number, code: string) => Response.json({ code, message: code }, { status });
 
   function signatureValid(req: Request, path: string, body: string): boolean {
@@ -48,7 +50,10 @@ export function startFakeWechat() {
       const m = /^\/v3\/pay\/transactions\/out-trade-no\/([^/]+)(\/close)?$/.exec(url.pathname);
       const order = m ? orders.get(decodeURIComponent(m[1]!)) : undefined;
       if (!order) return fail(404, 'ORDER_NOT_EXIST');
-      if (req.method === 'GET' && !m![2]) return Response.json(transaction(order));
+      if (req.method === 'GET' && !m![2]) {
+        queries.set(order.out_trade_no, (queries.get(order.out_trade_no) ?? 0) + 1);
+        return Response.json(transaction(order));
+      }
       if (req.method === 'POST' && m![2]) {
         if (order.trade_state === 'SUCCESS') return fail(400, 'ORDERPAID');
         order.trade_state = 'CLOSED';
@@ -99,6 +104,7 @@ export function startFakeWechat() {
   return {
     url: `http://127.0.0.1:${server.port}`,
     orders,
+    queries,
     env: {
       WECHAT_APP_ID: 'wxd678efh567hg6787',
       WECHAT_MCH_ID: mchId,
@@ -113,6 +119,12 @@ export function startFakeWechat() {
       const o = orders.get(paymentId)!;
       Object.assign(o, { trade_state: 'SUCCESS', transaction_id: `4200000${randomBytes(8).toString('hex')}` });
       if (total !== undefined) o.total = total;
+      return notification(o);
+    },
+    /** The payer's bank refuses the payment: the order is PAYERROR; returns its signed notification. */
+    payError(paymentId: string) {
+      const o = orders.get(paymentId)!;
+      o.trade_state = 'PAYERROR';
       return notification(o);
     },
     stop: () => server.stop(true),
