@@ -159,7 +159,7 @@ describe('the attacks of the report, against the binary', () => {
   });
 
   test('5. the database belongs to its site: a China process on it stops at start-up (exit 2, one line)', async () => {
-    expect(await cpd.stop()).toBe(0);
+    expect(await cpd.stop(), cpd.logs()).toBe(0);
     const other = await refusedStart({ SITE: 'cn', DATA_DIR: dataDir, SECRET_KEY: SECRET, PORT: '0' }, work);
     expect(other.code).toBe(2);
     expect(other.stderr.trim().split('\n')).toEqual(['cpd: invalid configuration: SITE: this database belongs to the intl site; a SITE=cn process may not use it']);
@@ -172,13 +172,13 @@ describe('the same on PostgreSQL, and the open-agent warning', () => {
     try {
       const intl = await startBinary({ env: { DATABASE_URL: db.url, SITE: 'intl', PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox', SECRET_KEY: SECRET } });
       const warnings = intl.logs().split('\n').filter((line) => line.includes('the agent API is open to anyone'));
-      expect(warnings).toHaveLength(1);
+      expect(warnings, intl.logs()).toHaveLength(1);
       expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 'warn' });
-      expect(await intl.stop()).toBe(0);
+      expect(await intl.stop(), intl.logs()).toBe(0);
       const cwd = mkdtempSync(join(tmpdir(), 'cpd-security-pg-'));
       try {
         const cn = await refusedStart({ DATABASE_URL: db.url, SITE: 'cn', SECRET_KEY: SECRET }, cwd);
-        expect(cn.code).toBe(2);
+        expect(cn.code, cn.stderr).toBe(2);
         expect(cn.stderr.trim().split('\n')).toEqual(['cpd: invalid configuration: SITE: this database belongs to the intl site; a SITE=cn process may not use it']);
       } finally {
         rmSync(cwd, { recursive: true, force: true });
@@ -188,7 +188,7 @@ describe('the same on PostgreSQL, and the open-agent warning', () => {
       expect(closed.logs()).not.toContain('the agent API is open to anyone');
       const site = (await (await fetch(`${closed.url}/api/site`)).json()) as { features: Record<string, boolean> };
       expect(site.features).toMatchObject({ sandbox_payments: true, open_agents: false });
-      expect(await closed.stop()).toBe(0);
+      expect(await closed.stop(), closed.logs()).toBe(0);
     } finally {
       await db.drop();
     }
