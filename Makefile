@@ -9,8 +9,8 @@ DEPS_STAMP := node_modules/.deps-installed
 .PHONY: run test build check lint typecheck bench migrations clean deps test-tools
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
-# cc for the FFI fixtures), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc
+# cc for the FFI fixtures, python3 whose csv module reads the usage export), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3
 
 run: build
 	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve

@@ -5,11 +5,13 @@
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
+import { adminRoutes, createAdminService } from './modules/admin';
+import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
-import { createCostReport, createRouterService, routerRoutes } from './modules/router';
+import { createCostReport, createRouterService, createUsageLog, routerRoutes } from './modules/router';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
@@ -27,6 +29,7 @@ import { VERSION } from './version';
 
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
+  const audit = createAuditService(ctx);
   const site = createSiteService(ctx);
   const publicOrigin = new URL(ctx.config.publicUrl).origin;
   const auth = authPlugin(accounts.resolver, publicOrigin);
@@ -47,6 +50,7 @@ export async function buildApp(ctx: AppContext) {
   // the caches read, one after the other on the connection the migration check left open.
   await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
   const gateway = createGatewayService(ctx, router);
+  const admin = createAdminService(ctx, { accounts, billing, audit });
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
   const runtime = createSupervisor(ctx, { registry, router });
@@ -69,14 +73,15 @@ export async function buildApp(ctx: AppContext) {
     .use(auth)
     .use(accountsRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
-    .use(pricingRoutes({ auth, pricing }))
+    .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))
-    .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store }))
+    .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store, audit }))
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config }))
     .use(gatewayRoutes({ auth, gateway }))
-    .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf) }))
+    .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
+    .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
     .use(
       agentsRoutes({
@@ -90,7 +95,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     );
 
-  const services = { accounts, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
+  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
 }
 

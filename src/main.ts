@@ -15,7 +15,8 @@ Usage: cpd <command> [options]
 Commands:
   serve            start the server for one site
   migrate          apply database migrations and exit
-  users create     create an account
+  users            create|list|disable|enable|promote|demote|password: accounts
+  wallet adjust    record a signed wallet adjustment with a reason
   models publish   publish a model file or bundle directory
   engine           install|status: engine and router runtimes
   version          print the version
@@ -28,6 +29,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./cli/serve')).serveCommand,
   migrate: async () => (await import('./cli/migrate')).migrateCommand,
   users: async () => (await import('./cli/users')).usersCommand,
+  wallet: async () => (await import('./cli/wallet')).walletCommand,
   models: async () => (await import('./cli/models')).modelsCommand,
   engine: async () => (await import('./cli/engine')).engineCommand,
   version: async () => (await import('./cli/version')).versionCommand,

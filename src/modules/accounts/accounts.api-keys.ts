@@ -3,14 +3,16 @@
  * to the site that issued them.
  *
  * Verified keys are cached in memory so the gateway does no database read per request. A revoke
- * sends NOTIFY on REVOKE_CHANNEL inside the revoking transaction; every process sharing the
- * database LISTENs and drops the key at once. The cache only fills while this process is
+ * sends NOTIFY on REVOKE_CHANNEL (payload: the key id, or `user:<id>` when an account is
+ * disabled) inside the revoking transaction; every process sharing the database LISTENs and drops
+ * the key, or all of the account's keys, at once. The cache only fills while this process is
  * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
  * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { and, desc, eq, isNull, or, lt } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
+import type { DbOrTx } from '../../platform/db';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';
@@ -18,6 +20,7 @@ import { newId, randomBase62 } from '../../platform/ids';
 import { apiKeys, users } from './accounts.tables';
 
 export const REVOKE_CHANNEL = 'cpd_api_key_revoked';
+const USER_PAYLOAD = 'user:';
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
 const LAST_USED_EVERY_MS = 60_000;
@@ -48,12 +51,16 @@ export function createApiKeyStore(ctx: AppContext) {
   /** Bumped by every revoke heard; a lookup that raced one does not cache its (stale) answer. */
   let revokesHeard = 0;
 
-  function forget(keyId: string) {
+  /** payload: a key id, or `user:<id>` for every key of a disabled account. */
+  function forget(payload: string) {
     revokesHeard++;
-    for (const [hash, entry] of cache) if (entry.caller.keyId === keyId) cache.delete(hash);
-    lastUsedWritten.delete(keyId);
-    for (const wake of echoWaiters.get(keyId) ?? []) wake();
-    echoWaiters.delete(keyId);
+    const userId = payload.startsWith(USER_PAYLOAD) ? payload.slice(USER_PAYLOAD.length) : null;
+    for (const [hash, entry] of cache) {
+      if (userId === null ? entry.caller.keyId === payload : entry.caller.userId === userId) cache.delete(hash);
+    }
+    lastUsedWritten.delete(payload);
+    for (const wake of echoWaiters.get(payload) ?? []) wake();
+    echoWaiters.delete(payload);
   }
 
   /** LISTENs once per process (lazily: the CLI never needs it); unlistens at shutdown. */
@@ -91,8 +98,12 @@ export function createApiKeyStore(ctx: AppContext) {
     }));
   }
 
-  /** Revokes the caller's own key; a missing, foreign or already revoked key is the same 404. */
-  async function revokeApiKey(userId: string, keyId: string): Promise<void> {
+  /**
+   * Runs `change` (a transaction that NOTIFYs `payload` when it changed something) and, when it
+   * did, answers only once this process heard its own notification back (every listener has been
+   * sent it) plus a short grace: the caller then finds the key refused on every replica.
+   */
+  async function revokeEverywhere(payload: string, change: (tx: DbOrTx) => Promise<boolean>): Promise<boolean> {
     await ensureListening();
     const heard = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ECHO_WAIT_MS);
@@ -100,25 +111,41 @@ export function createApiKeyStore(ctx: AppContext) {
         clearTimeout(timer);
         resolve();
       };
-      echoWaiters.set(keyId, [...(echoWaiters.get(keyId) ?? []), wake]);
+      echoWaiters.set(payload, [...(echoWaiters.get(payload) ?? []), wake]);
     });
-    const revoked = await db.transaction(async (tx) => {
+    const changed = await db.transaction(async (tx) => {
+      if (!(await change(tx))) return false;
+      await ctx.database.notify(REVOKE_CHANNEL, payload, tx);
+      return true;
+    });
+    if (!changed) {
+      echoWaiters.delete(payload);
+      return false;
+    }
+    forget(payload);
+    await heard;
+    await sleep(REVOKE_GRACE_MS);
+    return true;
+  }
+
+  /** Revokes the caller's own key; a missing, foreign or already revoked key is the same 404. */
+  async function revokeApiKey(userId: string, keyId: string): Promise<void> {
+    const revoked = await revokeEverywhere(keyId, async (tx) => {
       const rows = await tx
         .update(apiKeys)
         .set({ revokedAt: ctx.clock.now() })
         .where(and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
         .returning({ id: apiKeys.id });
-      if (rows.length > 0) await ctx.database.notify(REVOKE_CHANNEL, keyId, tx);
       return rows.length > 0;
     });
-    if (!revoked) {
-      echoWaiters.delete(keyId);
-      throw new AppError('not_found', 'API key not found');
-    }
-    forget(keyId);
-    await heard;
-    await sleep(REVOKE_GRACE_MS);
+    if (!revoked) throw new AppError('not_found', 'API key not found');
   }
+
+  /**
+   * Runs `disable` (which marks the account disabled in `tx`) and drops every key of the account
+   * from every replica's cache before answering; the lookups below refuse a disabled account's keys.
+   */
+  const refuseKeysOf = (userId: string, disable: (tx: DbOrTx) => Promise<boolean>) => revokeEverywhere(`${USER_PAYLOAD}${userId}`, disable);
 
   async function callerForKey(key: string): Promise<Caller | null> {
     if (key.length !== API_KEY_PREFIX.length + 40) return null;
@@ -136,7 +163,7 @@ export function createApiKeyStore(ctx: AppContext) {
         .select({ keyId: apiKeys.id, site: apiKeys.site, userId: users.id, email: users.email, isAdmin: users.isAdmin })
         .from(apiKeys)
         .innerJoin(users, eq(users.id, apiKeys.userId))
-        .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
+        .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt), eq(users.disabled, false)))
         .limit(1);
       // A key of the other site is refused like an unknown one (SPEC "Authentication" rule 3).
       if (!row || row.site !== ctx.config.site) return null;
@@ -165,5 +192,5 @@ export function createApiKeyStore(ctx: AppContext) {
     pendingWrites.add(write);
   }
 
-  return { createApiKey, listApiKeys, revokeApiKey, callerForKey };
+  return { createApiKey, listApiKeys, revokeApiKey, refuseKeysOf, callerForKey };
 }

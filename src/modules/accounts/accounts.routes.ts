@@ -86,6 +86,14 @@ export const accountsRoutes = ({ accounts, auth, config }: AccountsRoutesDeps) =
       },
       { auth: ['session'] },
     )
+    .post(
+      '/api/auth/password',
+      async ({ caller, body, request, server, set }) => {
+        await accounts.changePassword(caller, body, meta(request, server));
+        set.status = 204;
+      },
+      { auth: ['session'], body: s.ChangePasswordBody, detail: { summary: 'Change your password (ends your other sessions)' } },
+    )
     .get('/api/auth/sessions', ({ caller }) => accounts.listSessions(caller.userId, caller.sessionId), { auth: ['session'], response: { 200: s.SessionList } })
     .delete(
       '/api/auth/sessions/:id',

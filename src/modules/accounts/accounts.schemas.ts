@@ -17,6 +17,7 @@ export const LoginBody = t.Object({
 
 export const VerifyBody = t.Object({ challenge_token: t.String({ minLength: 1, maxLength: 128 }), code });
 export const CodeBody = t.Object({ code });
+export const ChangePasswordBody = t.Object({ current_password: t.String({ minLength: 1, maxLength: 128 }), new_password: password });
 export const ApiKeyBody = t.Object({ name: t.String({ minLength: 1, maxLength: 100 }) });
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 

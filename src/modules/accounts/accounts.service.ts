@@ -3,13 +3,14 @@
  * Secrets are random (256 bits for sessions and challenges) and stored only as SHA-256.
  */
 import { randomBytes } from 'node:crypto';
-import { and, desc, eq, gt, lte, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, lte, ne, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import type { Caller, CallerResolver } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { newId } from '../../platform/ids';
+import { checkPassword, createUserAdmin } from './accounts.admin';
 import { createApiKeyStore } from './accounts.api-keys';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './accounts.passwords';
 import { loginChallenges, sessions, users } from './accounts.tables';
@@ -63,6 +64,7 @@ function validateNewAccount(input: { email: string; password: string; phone?: st
 export function createAccountsService(ctx: AppContext) {
   const { db } = ctx.database;
   const keys = createApiKeyStore(ctx);
+  const admin = createUserAdmin(ctx, keys);
   const twoFactor = createTwoFactor(ctx);
   const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
@@ -110,7 +112,8 @@ export function createAccountsService(ctx: AppContext) {
   }
 
   async function signedIn(user: UserView, meta: RequestMeta) {
-    const { token } = await createSession(user.id, { userAgent: meta.userAgent, ip: meta.address });
+    const { token, session } = await createSession(user.id, { userAgent: meta.userAgent, ip: meta.address });
+    await db.update(users).set({ lastLoginAt: session.createdAt }).where(eq(users.id, user.id));
     return { token, user: { id: user.id, email: user.email } };
   }
 
@@ -149,6 +152,7 @@ export function createAccountsService(ctx: AppContext) {
     if (!user || !ok) throw new AppError('unauthorized', 'invalid identifier or password');
     limits.login.refund(pairKey);
     limits.loginAddress.refund(addressKey);
+    if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
     if (needsRehash(user.passwordHash)) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
     }
@@ -234,13 +238,38 @@ export function createAccountsService(ctx: AppContext) {
         .select({ sessionId: sessions.id, userId: users.id, email: users.email, isAdmin: users.isAdmin })
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
-        .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, ctx.clock.now())))
+        .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, ctx.clock.now()), eq(users.disabled, false)))
         .limit(1);
       if (!row) return null;
       return { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'session', sessionId: row.sessionId, keyId: null } satisfies Caller;
     },
     callerForKey: keys.callerForKey,
   };
+
+  /**
+   * The caller changes its own password: the current one is checked like a login (argon2, the
+   * login rate limit per account and address), and every other session of the account ends.
+   */
+  async function changePassword(caller: { userId: string; sessionId: string | null }, input: { current_password: string; new_password: string }, meta: RequestMeta) {
+    const buckets = [`ip:${meta.address}`, `user:${caller.userId}`];
+    enforceAll(limits.login, buckets, 'too many attempts; try again later');
+    const [user] = await db.select().from(users).where(eq(users.id, caller.userId)).limit(1);
+    if (!user || !(await verifyPassword(user.passwordHash, input.current_password))) throw new AppError('forbidden', 'the current password does not match');
+    for (const k of buckets) limits.login.refund(k);
+    checkPassword(input.new_password);
+    const passwordHash = await hashPassword(input.new_password);
+    await db.transaction(async (tx) => {
+      await tx.update(users).set({ passwordHash }).where(eq(users.id, caller.userId));
+      await tx.delete(sessions).where(and(eq(sessions.userId, caller.userId), caller.sessionId ? ne(sessions.id, caller.sessionId) : undefined));
+    });
+  }
+
+  /** An account by id, email or phone (the shell's `--user`); throws not_found. */
+  async function requireUserRef(ref: string) {
+    const row = ref.startsWith('usr_') ? await admin.requireUser(ref).catch(() => null) : await findByIdentifier(ref);
+    if (!row) throw new AppError('not_found', `no account "${ref}"`);
+    return { id: row.id, email: row.email };
+  }
 
   async function getUser(userId: string): Promise<UserView | null> {
     const [row] = await db.select({ id: users.id, email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
@@ -269,6 +298,12 @@ export function createAccountsService(ctx: AppContext) {
     me,
     listSessions,
     deleteSession,
+    changePassword,
+    requireUserRef,
+    listUsers: admin.listUsers,
+    getUserDetail: admin.getUserDetail,
+    updateUser: admin.updateUser,
+    setPassword: admin.setPassword,
     createApiKey: keys.createApiKey,
     listApiKeys: keys.listApiKeys,
     revokeApiKey: keys.revokeApiKey,

@@ -15,9 +15,13 @@ export const users = pgTable(
     totpPendingSecret: text('totp_pending_secret'),
     /** Last accepted TOTP time step: a code is never accepted twice. */
     totpLastStep: bigint('totp_last_step', { mode: 'number' }),
+    /** A disabled account has no sessions, its keys are refused and it cannot sign in. */
+    disabled: boolean('disabled').notNull().default(false),
+    lastLoginAt: timestamp('last_login_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('users_email_key').on(sql`lower(${t.email})`), uniqueIndex('users_phone_key').on(t.phone)],
+  // created_at, id: the admin list's keyset order.
+  (t) => [uniqueIndex('users_email_key').on(sql`lower(${t.email})`), uniqueIndex('users_phone_key').on(t.phone), index('users_created_idx').on(t.createdAt, t.id)],
 );
 
 export const sessions = pgTable(

@@ -6,6 +6,7 @@ import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { type AdjustmentInput, createAdjustments } from './adjustments';
 import { createInvoices } from './invoices.service';
 import { createLedger } from './ledger';
 import { createPayments, type PaymentsOptions } from './payments.service';
@@ -42,6 +43,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const signal = createWalletSignal(ctx);
   const ledger = createLedger(ctx, signal);
   const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
+  const adjustments = createAdjustments(ledger);
   return {
     ledger,
     payments,
@@ -82,7 +84,15 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
       return ledger.apply(on, input);
     },
 
+    /**
+     * An operator's signed `adjustment` (major units, ≤ 6 decimals, ≠ 0, reason 1..500 characters)
+     * in the caller's transaction; idempotent on `idempotencyKey`. Answers {transaction, applied}.
+     */
+    adjust: (tx: DbOrTx, input: AdjustmentInput) => adjustments.adjust(tx, input),
+
     getBalanceMicros: (userId: string): Promise<bigint> => ledger.balance(userId),
+    /** Balances of many wallets (a user without a wallet is absent: 0). */
+    getBalancesMicros: (userIds: string[]): Promise<Map<string, bigint>> => ledger.balances(userIds),
 
     /**
      * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY

@@ -6,13 +6,13 @@
  * caller's transaction when given one, so balance == sum(transactions) holds under any concurrency.
  * A batch of usage entries is one statement the same way (applyUsageMany).
  */
-import { and, desc, eq, inArray, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { walletTransactions, wallets } from './billing.tables';
-import { decodeCursor, page } from './cursor';
+import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import { toMajor } from './money';
 import { WALLET_CHANNEL, type WalletSignal } from './wallet-signal';
 
@@ -80,6 +80,18 @@ const usageManySql = (notify: boolean) => `
   from upd`;
 const USAGE_MANY_QUIET = usageManySql(false);
 const USAGE_MANY_NOTIFY = usageManySql(true);
+
+type TransactionRow = typeof walletTransactions.$inferSelect;
+
+/** A ledger entry as the API shows it. */
+export const transactionView = (r: TransactionRow) => ({
+  id: r.id,
+  type: r.type,
+  amount: toMajor(r.amountMicros),
+  currency: r.currency,
+  created_at: r.createdAt.toISOString(),
+  description: r.description,
+});
 
 export interface UsageEntry {
   userId: string;
@@ -180,31 +192,30 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     const rows = await database.db
       .select()
       .from(walletTransactions)
-      .where(
-        and(
-          eq(walletTransactions.userId, userId),
-          after
-            ? or(
-                lt(walletTransactions.createdAt, after.createdAt),
-                and(eq(walletTransactions.createdAt, after.createdAt), lt(walletTransactions.id, after.id)),
-              )
-            : undefined,
-        ),
-      )
+      .where(and(eq(walletTransactions.userId, userId), olderThan(walletTransactions, walletTransactions.createdAt, walletTransactions.id, after)))
       .orderBy(desc(walletTransactions.createdAt), desc(walletTransactions.id))
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);
-    return {
-      transactions: items.map((r) => ({
-        id: r.id,
-        type: r.type,
-        amount: toMajor(r.amountMicros),
-        currency: r.currency,
-        created_at: r.createdAt.toISOString(),
-        description: r.description,
-      })),
-      next_cursor: nextCursor,
-    };
+    return { transactions: items.map(transactionView), next_cursor: nextCursor };
+  }
+
+  /** The entry recorded under `reference`, or null. */
+  async function byReference(on: DbOrTx, reference: string) {
+    const [row] = await on.select().from(walletTransactions).where(eq(walletTransactions.reference, reference));
+    return row ?? null;
+  }
+
+  /** Locks the wallet row (when there is one) for the rest of `tx` and answers its balance. */
+  async function lockedBalance(tx: DbOrTx, userId: string): Promise<bigint> {
+    const [w] = await tx.select({ b: wallets.balanceMicros }).from(wallets).where(eq(wallets.userId, userId)).for('update');
+    return w?.b ?? 0n;
+  }
+
+  /** Balances of many wallets (0 for a user without one), for the admin user list. */
+  async function balances(userIds: string[]): Promise<Map<string, bigint>> {
+    if (!userIds.length) return new Map();
+    const rows = await database.db.select({ userId: wallets.userId, b: wallets.balanceMicros }).from(wallets).where(inArray(wallets.userId, userIds));
+    return new Map(rows.map((r) => [r.userId, r.b]));
   }
 
   /** Totals as positive magnitudes; month_usage is the current calendar month (UTC). */
@@ -226,7 +237,17 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     };
   }
 
-  return { apply, applyUsageMany, balance: (userId: string) => balanceOn(database.db, userId), wallet, listTransactions, summary };
+  return {
+    apply,
+    applyUsageMany,
+    balance: (userId: string) => balanceOn(database.db, userId),
+    balances,
+    byReference,
+    lockedBalance,
+    wallet,
+    listTransactions,
+    summary,
+  };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

@@ -12,7 +12,7 @@ import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { payments } from './billing.tables';
-import { decodeCursor, page } from './cursor';
+import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import { BadSignatureError, type PaymentProvider, type ProviderReport } from './providers';
@@ -135,6 +135,30 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);
     return { payments: items.map(listView), next_cursor: nextCursor };
+  }
+
+  /**
+   * Every account's payments for operators, newest first, filtered by status, provider and user.
+   * As stored: a pending payment past its expiry is expired by the sweeper within a minute (or by
+   * a reconcile), not here, so a listing never waits on provider calls.
+   */
+  async function listAll(query: { limit: number; cursor?: string; status?: string; provider?: string; userId?: string }) {
+    const after = decodeCursor(query.cursor);
+    const rows = await db
+      .select()
+      .from(payments)
+      .where(
+        and(
+          query.status ? eq(payments.status, query.status) : undefined,
+          query.provider ? eq(payments.provider, query.provider) : undefined,
+          query.userId ? eq(payments.userId, query.userId) : undefined,
+          olderThan(payments, payments.createdAt, payments.id, after),
+        ),
+      )
+      .orderBy(desc(payments.createdAt), desc(payments.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    return { payments: items.map(adminView), next_cursor: nextCursor };
   }
 
   /** Owner first: another account's payment is the same 404 as a missing one. */
@@ -322,7 +346,14 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     };
   }
 
-  return { create, list, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
+  /** One payment in the operators' shape, any account's; 404 when there is none. */
+  async function requireAny(id: string) {
+    const p = await reload(id);
+    if (!p) throw new AppError('not_found', 'payment not found');
+    return adminView(p);
+  }
+
+  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
 }
 
 export type Payments = ReturnType<typeof createPayments>;
@@ -349,6 +380,20 @@ function createdView(p: Payment) {
 
 function listView(p: Payment) {
   return { ...baseView(p), paid_at: p.paidAt?.toISOString() ?? null };
+}
+
+/** What went wrong with a payment, in words, for operators; null when nothing did. */
+function failureOf(p: Payment): string | null {
+  if (p.mismatchAmountMicros !== null)
+    return `the provider reported ${toMajor(p.mismatchAmountMicros)} ${p.mismatchCurrency ?? ''} paid for an order of ${toMajor(p.amountMicros)} ${p.currency}; not credited`.replace('  ', ' ');
+  if (p.status === 'failed') return 'the provider reported the payment failed';
+  if (p.status === 'expired') return 'not paid before it expired';
+  return null;
+}
+
+/** The user's list shape plus who paid and what the provider said. */
+function adminView(p: Payment) {
+  return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p) };
 }
 
 function detailView(p: Payment) {

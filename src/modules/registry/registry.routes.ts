@@ -8,6 +8,7 @@ import { type FsStore, type ObjectStore, SIGNED_OBJECT_PREFIX } from '../../plat
 import type { Downloads } from './registry.download';
 import { DownloadEnvelope, DownloadQuery, ModelMetadataBody, ModelRecord, SlugParams } from './registry.schemas';
 import type { RegistryService } from './registry.service';
+import type { AuditService } from '../audit';
 
 
 export const registryRoutes = (deps: {
@@ -17,6 +18,7 @@ export const registryRoutes = (deps: {
   registry: RegistryService;
   downloads: Downloads;
   store: ObjectStore | FsStore;
+  audit: AuditService;
 }) => {
   const { registry, downloads, store } = deps;
   const modes = ['session', 'query', 'key'] as const;
@@ -85,12 +87,20 @@ export const registryRoutes = (deps: {
       .get(`${SIGNED_OBJECT_PREFIX}*`, ({ request, params }) => serveObject(request, params['*']), {
         detail: { summary: 'Signed object link (local storage)', tags: ['models'] },
       })
-      .put('/api/admin/models/:slug', ({ params, body }) => registry.updateModel(params.slug, body), {
+      .put(
+        '/api/admin/models/:slug',
+        async ({ caller, params, body }) => {
+          const saved = await registry.updateModel(params.slug, body);
+          await deps.audit.record({ actor: { userId: caller.userId, email: caller.email }, action: 'model.update', target: params.slug, details: { ...body } });
+          return saved;
+        },
+        {
         auth: ['admin'],
         params: SlugParams,
         body: ModelMetadataBody,
         response: { 200: ModelRecord },
         detail: { summary: 'Edit a model record (name, family, description)', tags: ['models'] },
-      })
+        },
+      )
   );
 };

@@ -3,3 +3,4 @@ export { createCostReport, GROUP_KEYS, type CostRow } from './router.cost';
 export { routerRoutes } from './router.routes';
 export type { BackendView } from './router.backends';
 export { rawJsonOf, type Chunk } from './router.upstream';
+export { createUsageLog, type UsageLog } from './router.usage-log';

@@ -36,7 +36,7 @@ export interface CostRow {
   tokens: number;
 }
 
-function parseTime(name: string, raw: string): Date {
+export function parseTime(name: string, raw: string): Date {
   const d = new Date(raw);
   if (!ISO.test(raw.trim()) || Number.isNaN(d.getTime())) throw new AppError('invalid', `${name} must be an ISO 8601 timestamp`);
   return d;

@@ -9,6 +9,7 @@ import m6 from '../../../migrations/0006_registry_models.sql' with { type: 'text
 import m7 from '../../../migrations/0007_router_usage_daily.sql' with { type: 'text' };
 import m8 from '../../../migrations/0008_payments_recheck.sql' with { type: 'text' };
 import m9 from '../../../migrations/0009_router_backends.sql' with { type: 'text' };
+import m10 from '../../../migrations/0010_operations.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -22,4 +23,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0007_router_usage_daily', sql: m7 },
   { name: '0008_payments_recheck', sql: m8 },
   { name: '0009_router_backends', sql: m9 },
+  { name: '0010_operations', sql: m10 },
 ];

@@ -1,0 +1,34 @@
+/**
+ * The operator's shell verbs (`cpd users list|disable|enable|promote|demote|password`, `cpd wallet
+ * adjust`) run the same admin service as the HTTP API, in this site's database (same environment
+ * as `cpd serve`), and are audited with the actor `cli`. Each prints JSON on success; a refused
+ * request prints one line on stderr and exits 1.
+ */
+import { loadConfig } from '../config';
+import { createAccountsService } from '../modules/accounts';
+import { createAdminService } from '../modules/admin';
+import { createAuditService } from '../modules/audit';
+import { createBillingService } from '../modules/billing';
+import { createContext } from '../platform/context-factory';
+import { migrate } from '../platform/db';
+import { AppError } from '../platform/errors';
+
+export type Operation = (services: { admin: ReturnType<typeof createAdminService>; accounts: ReturnType<typeof createAccountsService> }) => Promise<unknown>;
+
+/** Opens the database, runs `op` and prints its answer as JSON (nothing for undefined). */
+export async function operate(command: string, op: Operation): Promise<void> {
+  const ctx = await createContext(loadConfig());
+  try {
+    await migrate(ctx.database, { site: ctx.config.site });
+    const accounts = createAccountsService(ctx);
+    const admin = createAdminService(ctx, { accounts, billing: createBillingService(ctx), audit: createAuditService(ctx) });
+    const answer = await op({ admin, accounts });
+    if (answer !== undefined) console.log(JSON.stringify(answer));
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    console.error(`cpd ${command}: ${err.message}`);
+    process.exitCode = 1;
+  } finally {
+    await ctx.shutdown();
+  }
+}

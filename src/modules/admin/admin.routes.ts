@@ -1,0 +1,71 @@
+/** /api/admin/users, /api/admin/payments, /api/admin/audit: admin sessions only (403 for others, 401 without). */
+import { Elysia } from 'elysia';
+import type { authPlugin, Caller } from '../../platform/http/auth';
+import type { AdminService } from './admin.service';
+import * as s from './admin.schemas';
+
+const actorOf = (caller: Caller) => ({ userId: caller.userId, email: caller.email });
+
+export const adminRoutes = ({ auth, admin }: { auth: ReturnType<typeof authPlugin>; admin: AdminService }) =>
+  new Elysia({ name: 'cpd/admin', detail: { tags: ['admin'] } })
+    .use(auth)
+    .get('/api/admin/users', ({ query }) => admin.listUsers({ ...query, limit: query.limit ?? 50 }), {
+      auth: ['admin'],
+      query: s.UserListQuery,
+      response: { 200: s.AdminUserList },
+      detail: { summary: 'Accounts, newest first; q matches email or phone' },
+    })
+    .get('/api/admin/users/:id', ({ params }) => admin.getUser(params.id), {
+      auth: ['admin'],
+      params: s.IdParams,
+      response: { 200: s.AdminUserDetail },
+      detail: { summary: 'One account with its sessions, keys and last sign-in' },
+    })
+    .patch('/api/admin/users/:id', ({ caller, params, body }) => admin.updateUser(actorOf(caller), params.id, body), {
+      auth: ['admin'],
+      params: s.IdParams,
+      body: s.UserPatchBody,
+      response: { 200: s.AdminUserDetail },
+      detail: { summary: 'Disable (ends sessions, refuses keys on every replica) or promote an account' },
+    })
+    .post(
+      '/api/admin/users/:id/password',
+      async ({ caller, params, body, set }) => {
+        await admin.setPassword(actorOf(caller), params.id, body.password);
+        set.status = 204;
+      },
+      { auth: ['admin'], params: s.IdParams, body: s.PasswordBody, detail: { summary: "Set an account's password (ends its sessions)" } },
+    )
+    .post(
+      '/api/admin/users/:id/adjustments',
+      async ({ caller, params, body, headers, set }) => {
+        set.status = 201;
+        return admin.adjust(actorOf(caller), params.id, body, headers['idempotency-key']);
+      },
+      {
+        auth: ['admin'],
+        params: s.IdParams,
+        body: s.AdjustmentBody,
+        headers: s.IdempotencyHeaders,
+        response: { 201: s.Transaction },
+        detail: { summary: 'A signed wallet adjustment with a reason (Idempotency-Key)' },
+      },
+    )
+    .get('/api/admin/payments', ({ query }) => admin.listPayments({ ...query, limit: query.limit ?? 50 }), {
+      auth: ['admin'],
+      query: s.PaymentListQuery,
+      response: { 200: s.AdminPaymentList },
+      detail: { summary: "Every account's top-ups, newest first" },
+    })
+    .post('/api/admin/payments/:id/reconcile', ({ caller, params }) => admin.reconcilePayment(actorOf(caller), params.id), {
+      auth: ['admin'],
+      params: s.IdParams,
+      response: { 200: s.AdminPayment },
+      detail: { summary: 'Ask the provider about a payment now and settle it (credits once if paid)' },
+    })
+    .get('/api/admin/audit', ({ query }) => admin.listAudit({ ...query, limit: query.limit ?? 50 }), {
+      auth: ['admin'],
+      query: s.AuditQuery,
+      response: { 200: s.AuditList },
+      detail: { summary: 'Every admin write, newest first' },
+    });

@@ -1,0 +1,80 @@
+/** Request and response schemas of /api/admin/users, /payments and /audit. */
+import { t } from 'elysia';
+
+const limit = t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 }));
+const cursor = t.Optional(t.String({ minLength: 1 }));
+
+export const UserListQuery = t.Object({ q: t.Optional(t.String({ maxLength: 128, description: 'part of an email or phone number' })), limit, cursor });
+export const AuditQuery = t.Object({ limit, cursor });
+export const PaymentListQuery = t.Object({
+  limit,
+  cursor,
+  // Patterns, not UnionEnum: Elysia fills an absent optional enum with its first member.
+  status: t.Optional(t.String({ pattern: '^(pending|paid|failed|expired)$' })),
+  provider: t.Optional(t.String({ pattern: '^(card|chat_wallet|app_wallet)$' })),
+  user_id: t.Optional(t.String({ minLength: 1, maxLength: 64 })),
+});
+
+export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
+
+export const UserPatchBody = t.Object({ disabled: t.Optional(t.Boolean()), is_admin: t.Optional(t.Boolean()) }, { additionalProperties: false });
+export const PasswordBody = t.Object({ password: t.String({ minLength: 8, maxLength: 128 }) });
+export const AdjustmentBody = t.Object({
+  amount: t.Number({ description: 'signed, major units, at most 6 decimals, not zero' }),
+  reason: t.String({ minLength: 1, maxLength: 500 }),
+  allow_negative: t.Optional(t.Boolean()),
+});
+export const IdempotencyHeaders = t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255 })) });
+
+const AdminUser = {
+  id: t.String(),
+  email: t.String(),
+  phone: t.Union([t.String(), t.Null()]),
+  is_admin: t.Boolean(),
+  disabled: t.Boolean(),
+  created_at: t.String(),
+  balance: t.Number(),
+  currency: t.String(),
+};
+export const AdminUserList = t.Object({ users: t.Array(t.Object(AdminUser)), next_cursor: t.Union([t.String(), t.Null()]) });
+export const AdminUserDetail = t.Object({
+  ...AdminUser,
+  sessions_count: t.Integer(),
+  keys_count: t.Integer(),
+  last_login_at: t.Union([t.String(), t.Null()]),
+});
+
+export const Transaction = t.Object({
+  transaction: t.Object({ id: t.String(), type: t.String(), amount: t.Number(), currency: t.String(), created_at: t.String(), description: t.String() }),
+});
+
+const AdminPayment = t.Object({
+  id: t.String(),
+  user_id: t.String(),
+  email: t.Union([t.String(), t.Null()]),
+  provider: t.String(),
+  amount: t.Number(),
+  currency: t.String(),
+  status: t.String(),
+  created_at: t.String(),
+  paid_at: t.Union([t.String(), t.Null()]),
+  provider_ref: t.Union([t.String(), t.Null()]),
+  failure: t.Union([t.String(), t.Null()]),
+});
+export const AdminPaymentList = t.Object({ payments: t.Array(AdminPayment), next_cursor: t.Union([t.String(), t.Null()]) });
+export { AdminPayment };
+
+export const AuditList = t.Object({
+  entries: t.Array(
+    t.Object({
+      id: t.String(),
+      actor_id: t.Union([t.String(), t.Null()]),
+      actor_email: t.Union([t.String(), t.Null()]),
+      action: t.String(),
+      target: t.String(),
+      details: t.Record(t.String(), t.Unknown()),
+      created_at: t.String(),
+    }),
+  ),
+  next_cursor: t.Union([t.String(), t.Null()]),
+});

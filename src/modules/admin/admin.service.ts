@@ -1,0 +1,99 @@
+/**
+ * Operating the platform: the admin use cases that cross modules (an account with its balance, an
+ * adjustment with its audit entry, a payment with its payer's email). Each write appends its audit
+ * entry; the money writes do so in the same database transaction. The shell commands use the same
+ * functions with the actor 'cli'.
+ */
+import type { AccountsService } from '../accounts';
+import type { AuditActor, AuditService } from '../audit';
+import type { BillingService } from '../billing';
+import type { AppContext } from '../../platform/context';
+import { toMajor } from '../../platform/money';
+
+export interface AdminDeps {
+  accounts: AccountsService;
+  billing: BillingService;
+  audit: AuditService;
+}
+
+export interface AdjustmentRequest {
+  amount: number;
+  reason: string;
+  allow_negative?: boolean;
+}
+
+const actorIdOf = (actor: AuditActor) => (actor === 'cli' ? null : actor.userId);
+
+export function createAdminService(ctx: AppContext, { accounts, billing, audit }: AdminDeps) {
+  const currency = ctx.config.currency;
+
+  async function withBalances<T extends { id: string }>(rows: T[]) {
+    const balances = await billing.getBalancesMicros(rows.map((r) => r.id));
+    return rows.map((r) => ({ ...r, balance: toMajor(balances.get(r.id) ?? 0n), currency }));
+  }
+
+  async function listUsers(query: { q?: string; limit: number; cursor?: string }) {
+    const page = await accounts.listUsers(query);
+    return { users: await withBalances(page.users), next_cursor: page.next_cursor };
+  }
+
+  async function getUser(id: string) {
+    const [user] = await withBalances([await accounts.getUserDetail(id)]);
+    return user!;
+  }
+
+  async function updateUser(actor: AuditActor, id: string, flags: { disabled?: boolean; is_admin?: boolean }) {
+    const { before, after } = await accounts.updateUser(actorIdOf(actor), id, flags);
+    const changes: Record<string, { from: boolean; to: boolean }> = {};
+    if (before.disabled !== after.disabled) changes.disabled = { from: before.disabled, to: after.disabled };
+    if (before.is_admin !== after.is_admin) changes.is_admin = { from: before.is_admin, to: after.is_admin };
+    await audit.record({ actor, action: 'user.update', target: id, details: { email: after.email, requested: flags, changes } });
+    return getUser(id);
+  }
+
+  async function setPassword(actor: AuditActor, id: string, password: string) {
+    await accounts.setPassword(id, password);
+    await audit.record({ actor, action: 'user.password', target: id, details: { sessions_ended: true } });
+  }
+
+  /** 404 for an unknown account; the entry and its audit record commit together (a replay records nothing). */
+  async function adjust(actor: AuditActor, userId: string, body: AdjustmentRequest, idempotencyKey?: string) {
+    await accounts.getUserDetail(userId);
+    return ctx.database.db.transaction(async (tx) => {
+      const { transaction, applied } = await billing.adjust(tx, {
+        userId,
+        amount: body.amount,
+        reason: body.reason,
+        allowNegative: body.allow_negative,
+        idempotencyKey,
+      });
+      if (applied) {
+        await audit.record(
+          { actor, action: 'wallet.adjust', target: userId, details: { transaction_id: transaction.id, amount: transaction.amount, currency, reason: body.reason, allow_negative: body.allow_negative ?? false } },
+          tx,
+        );
+      }
+      return { transaction };
+    });
+  }
+
+  async function listPayments(query: { limit: number; cursor?: string; status?: string; provider?: string; user_id?: string }) {
+    const page = await billing.payments.listAll({ ...query, userId: query.user_id });
+    const emails = await accounts.emailsOf([...new Set(page.payments.map((p) => p.user_id))]);
+    return { payments: page.payments.map((p) => ({ ...p, email: emails.get(p.user_id) ?? null })), next_cursor: page.next_cursor };
+  }
+
+  /** Asks the provider now and settles (a paid report credits once); answers the payment. */
+  async function reconcilePayment(actor: AuditActor, id: string) {
+    const before = await billing.payments.requireAny(id);
+    await billing.reconcilePayment(id);
+    const after = await billing.payments.requireAny(id);
+    await audit.record({ actor, action: 'payment.reconcile', target: id, details: { user_id: after.user_id, from: before.status, to: after.status } });
+    const emails = await accounts.emailsOf([after.user_id]);
+    return { ...after, email: emails.get(after.user_id) ?? null };
+  }
+
+  return { listUsers, getUser, updateUser, setPassword, adjust, listPayments, reconcilePayment, listAudit: audit.list };
+}
+
+export type AdminService = ReturnType<typeof createAdminService>;

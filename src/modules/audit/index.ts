@@ -1,0 +1,1 @@
+export { createAuditService, type AuditActor, type AuditEntry, type AuditService } from './audit.service';
