@@ -56,7 +56,11 @@ export async function buildApp(ctx: AppContext) {
   const runtime = createSupervisor(ctx, { registry, router });
   ctx.onShutdown(() => runtime.stop());
 
-  const app = new Elysia()
+  // normalize 'typebox': unknown body fields are dropped, then the body is validated as sent. Elysia's
+  // default (exactMirror) copies a value into the schema's shape before validating, so a string
+  // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
+  // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
+  const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     // Before the error plugin: its 415 answer replaces the validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))

@@ -304,14 +304,28 @@ function paymentCredentials(get: (name: string) => string | undefined, live: Pay
 
 function readOrCreateSecret(dataDir: string): string {
   const file = join(dataDir, 'secret_key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
+  if (existsSync(file)) return readSecretFile(file);
   const value = randomBytes(32).toString('base64url');
   // wx: two processes racing on first start keep whichever wrote first.
   try {
+    mkdirSync(dataDir, { recursive: true });
     writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
     return value;
-  } catch {
-    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readSecretFile(file);
+    throw new ConfigError('DATA_DIR', `cannot write ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
+}
+
+/** The generated key file, held to SECRET_KEY's rule: an empty or truncated file is no key. */
+function readSecretFile(file: string): string {
+  let value: string;
+  try {
+    value = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError('DATA_DIR', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (value.length < 32)
+    throw new ConfigError('SECRET_KEY', `${file} holds ${value.length ? 'fewer than 32 characters' : 'nothing'}: restore it, or delete it to generate a new key (signed links and sandbox payments in flight stop working)`);
+  return value;
 }

@@ -6,6 +6,7 @@
  * threads) while the server's modules are still loading.
  */
 import { FatalError, UsageError } from './cli/args';
+import { applyEnvFile } from './cli/env-file';
 import { ConfigError } from './config';
 import { pgliteAssets } from './platform/db/pglite-assets';
 
@@ -21,7 +22,9 @@ Commands:
   engine           install|status: engine and router runtimes
   version          print the version
 
-Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment.
+Run \`cpd <command> --help\` for a command's options. Configuration comes from the environment;
+every command takes \`--env-file FILE\` (KEY=VALUE lines, e.g. /etc/cpd/intl.env), whose values
+win over the shell's.
 `;
 
 type Command = (argv: string[]) => Promise<void> | void;
@@ -40,7 +43,7 @@ async function main(argv: string[]) {
   // secret key, objects, runtimes, logs) is for this account only, whatever umask it was started
   // with: files 0600, folders 0700.
   process.umask(0o077);
-  const [name, ...rest] = argv;
+  const [name, ...rest] = applyEnvFile(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${HELP.trim()}\n`);
     if (!name) process.exitCode = 2;
@@ -63,7 +66,7 @@ main(process.argv.slice(2)).catch((err) => {
   }
   if (err instanceof FatalError) {
     process.stderr.write(`cpd: ${err.message}\n`);
-    process.exit(1);
+    process.exit(err.exitCode);
   }
   process.stderr.write(`cpd: ${(err as Error)?.stack ?? err}\n`);
   process.exit(1);

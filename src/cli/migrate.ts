@@ -1,8 +1,6 @@
-import { ConfigError, loadConfig } from '../config';
-import { createContext } from '../platform/context-factory';
-import { migrate } from '../platform/db';
-import { rootMessage } from '../platform/errors';
-import { FatalError, parseCommand } from './args';
+import { loadConfig } from '../config';
+import { parseCommand } from './args';
+import { migrateForCommand, openForCommand } from './database';
 
 const HELP = `
 Usage: cpd migrate
@@ -14,12 +12,9 @@ Uses DATABASE_URL, or the embedded database in DATA_DIR/pg when it is unset.
 
 export async function migrateCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
-  const ctx = await createContext(loadConfig());
+  const ctx = await openForCommand(loadConfig());
   try {
-    const applied = await migrate(ctx.database, { site: ctx.config.site }).catch((err) => {
-      if (err instanceof ConfigError) throw err;
-      throw new FatalError(`migrations failed: ${rootMessage(err)}`);
-    });
+    const applied = await migrateForCommand(ctx);
     console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database is up to date');
   } finally {
     await ctx.shutdown();

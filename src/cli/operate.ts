@@ -9,17 +9,18 @@ import { createAccountsService } from '../modules/accounts';
 import { createAdminService } from '../modules/admin';
 import { createAuditService } from '../modules/audit';
 import { createBillingService } from '../modules/billing';
-import { createContext } from '../platform/context-factory';
-import { migrate } from '../platform/db';
 import { AppError } from '../platform/errors';
+import { migrateForCommand, openForCommand, requireExistingSchema } from './database';
 
 export type Operation = (services: { admin: ReturnType<typeof createAdminService>; accounts: ReturnType<typeof createAccountsService> }) => Promise<unknown>;
 
 /** Opens the database, runs `op` and prints its answer as JSON (nothing for undefined). */
 export async function operate(command: string, op: Operation): Promise<void> {
-  const ctx = await createContext(loadConfig());
+  // These verbs act on a served site: they never create its database (one line, exit 2 instead).
+  const ctx = await openForCommand(loadConfig(), { existing: true });
   try {
-    await migrate(ctx.database, { site: ctx.config.site });
+    await requireExistingSchema(ctx);
+    await migrateForCommand(ctx);
     const accounts = createAccountsService(ctx);
     const admin = createAdminService(ctx, { accounts, billing: createBillingService(ctx), audit: createAuditService(ctx) });
     const answer = await op({ admin, accounts });

@@ -1,8 +1,8 @@
-import { ConfigError, isLoopbackUrl, loadConfig } from '../config';
-import { createContext } from '../platform/context-factory';
-import { migrate } from '../platform/db';
-import { rootMessage } from '../platform/errors';
+import { join } from 'node:path';
+import { isLoopbackUrl, loadConfig } from '../config';
+import { ensureWritableDir } from '../platform/context-factory';
 import { FatalError, parseCommand } from './args';
+import { migrateForCommand, openForCommand } from './database';
 
 const HELP = `
 Usage: cpd serve
@@ -20,11 +20,18 @@ export const SHUTDOWN_DEADLINE_MS = 10_000;
 export async function serveCommand(argv: string[]) {
   parseCommand(argv, {}, HELP);
   const config = loadConfig();
-  const ctx = await createContext(config);
+  // Whatever will write under DATA_DIR is checked now, not at the first payment or upload.
+  config.secretKey();
+  if (config.storageUrl.startsWith('file://')) {
+    const dir = config.storageUrl.slice('file://'.length);
+    // The default store is DATA_DIR/objects: name the variable the operator set.
+    ensureWritableDir(dir, dir === join(config.dataDir, 'objects') ? 'DATA_DIR' : 'STORAGE_URL');
+  }
+  const ctx = await openForCommand(config);
   // The migration check connects first; the app's modules load while PostgreSQL sets up that
   // connection (start-up time, docs/operations.md). buildApp still runs only once it is done.
   // Settled into a value at once: a failure while the modules load is no unhandled rejection.
-  const migrated = migrate(ctx.database, { site: config.site }).then(
+  const migrated = migrateForCommand(ctx).then(
     (names) => ({ names }),
     (err: unknown) => ({ err }),
   );
@@ -32,15 +39,13 @@ export async function serveCommand(argv: string[]) {
   const migration = await migrated;
   if ('err' in migration) {
     await ctx.shutdown();
-    // The database belongs to the other site: a configuration error (one line, exit 2).
-    if (migration.err instanceof ConfigError) throw migration.err;
-    throw new FatalError(`migrations failed: ${rootMessage(migration.err)}`);
+    throw migration.err;
   }
   const applied = migration.names;
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
   const { app, services } = await buildApp(ctx);
   try {
-    // The API's limit (64 MiB, a JSON 413) is checked by the error plugin; this one only bounds chunked bodies.
+    // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
     app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120 });
   } catch (err) {
     await ctx.shutdown();

@@ -16,6 +16,12 @@ create prints {"id", "email"}; list prints {"users": [...], "next_cursor"}; the 
 account as GET /api/admin/users/{id} shows it (password prints nothing). disable ends the account's
 sessions and refuses its API keys on every running replica at once. Every change but create is
 written to the audit log with the actor "cli". Exits 1 when the request is refused.
+
+Give it the server's environment: --env-file /etc/cpd/<site>.env (the systemd layout), or
+DATA_DIR / DATABASE_URL as \`cpd serve\` has them. It never creates a database: with none where
+the environment points, or one without cpd's tables, it stops with one line (exit 2). On the
+embedded database stop \`cpd serve\` first (systemctl stop cpd@<site>); with DATABASE_URL it runs
+beside the server.
 `;
 
 const options = {

@@ -1,9 +1,9 @@
-import type { Config } from '../config';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Config, ConfigError } from '../config';
 import { systemClock } from './clock';
 import type { AppContext } from './context';
 import { openDatabase } from './db';
-import { join } from 'node:path';
-import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
 
@@ -32,15 +32,33 @@ function closeToOthers(dir: string) {
   chmodSync(dir, 0o700);
 }
 
+export interface OpenOptions {
+  /**
+   * The database must exist already (commands that act on a served site, `cpd users create`):
+   * an embedded database that is not there stops the command instead of creating a new one.
+   */
+  existing?: boolean;
+}
+
 /** Opens the site's database and builds the context the CLI commands share. */
-export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext & { shutdown(): Promise<void> }> {
+export async function createContext(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+  opts: OpenOptions = {},
+): Promise<AppContext & { shutdown(): Promise<void> }> {
   tightenDataDir(config.dataDir);
   let pgliteDir: string | null = null;
   if (!config.databaseUrl) {
     pgliteDir = join(config.dataDir, 'pg');
-    mkdirSync(pgliteDir, { recursive: true });
+    if (opts.existing && !existsSync(join(pgliteDir, 'PG_VERSION')))
+      throw new FatalError(
+        `no database in DATA_DIR=${config.dataDir} (${pgliteDir} does not exist): point DATA_DIR or DATABASE_URL at the server's database, e.g. --env-file /etc/cpd/SITE.env`,
+        2,
+      );
+    ensureWritableDir(pgliteDir);
   }
   const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir }).catch((err) => {
+    if (err instanceof FatalError) throw err;
     throw new FatalError(`cannot open the database: ${rootMessage(err)}`);
   });
   if (pgliteDir) closeToOthers(pgliteDir);
@@ -62,4 +80,14 @@ export async function createContext(config: Config, log: Logger = createLogger(c
       await database.close();
     },
   };
+}
+
+/** Creates `dir` if needed and checks it is writable, or stops with one line naming `variable` (exit 2). */
+export function ensureWritableDir(dir: string, variable = 'DATA_DIR'): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    throw new ConfigError(variable, `${dir} is not a writable directory (${(err as NodeJS.ErrnoException).code ?? rootMessage(err)})`);
+  }
 }

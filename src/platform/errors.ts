@@ -44,8 +44,18 @@ export class AppError extends Error {
   }
 }
 
-/** An operator-facing failure (database unreachable or in use, port taken): one line, exit 1. */
-export class FatalError extends Error {}
+/**
+ * An operator-facing failure: one line on stderr, then `exitCode`: 2 when the operator can fix it
+ * by configuration (database unreachable, in use, not where expected), 1 otherwise (port taken).
+ */
+export class FatalError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 1,
+  ) {
+    super(message);
+  }
+}
 
 /** The innermost cause's first line ("connect ECONNREFUSED …" rather than drizzle's "Failed query: …"). */
 export function rootMessage(err: unknown): string {

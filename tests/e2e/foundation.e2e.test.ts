@@ -247,10 +247,10 @@ describe('cpd serve on the embedded database (empty directory)', () => {
 
   contractTests(() => server);
 
-  test('a second process on the same embedded database is refused with one line, exit 1', async () => {
+  test('a second process on the same embedded database is refused with one line, exit 2', async () => {
     const proc = Bun.spawn([cpd, 'migrate'], { cwd: dir, env: baseEnv(), stdout: 'pipe', stderr: 'pipe' });
     const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-    expect(code).toBe(1);
+    expect(code).toBe(2);
     expect(stderr.trimEnd().split('\n')).toEqual([expect.stringContaining('is in use by another cpd process')]);
     expect((await get(server.url, '/healthz')).status).toBe(200);
   });

@@ -7,6 +7,7 @@ import { Elysia, t } from 'elysia';
 import { AppError } from '../../src/platform/errors';
 import { errorPlugin, MAX_REQUEST_BODY_BYTES } from '../../src/platform/http/errors';
 import { requestLogPlugin } from '../../src/platform/http/request-log';
+import { expectErrorShape } from '../support/error-shape';
 import { captureLogger } from '../support/log-sink';
 
 function build() {
@@ -44,11 +45,11 @@ function build() {
       await Bun.sleep(5);
     }
   }
-  return { call, lines, accessLines };
+  return { app, call, lines, accessLines };
 }
 
 describe('error contract', () => {
-  const { call, lines } = build();
+  const { app, call, lines } = build();
 
   const cases: Array<[string, string, number, string | RegExp, { body?: string; headers?: Record<string, string> }?]> = [
     ['unknown route', '/nowhere', 404, 'not found'],
@@ -60,12 +61,7 @@ describe('error contract', () => {
   ];
   for (const [what, path, status, error] of cases) {
     test(`${what}: ${status} {"error"} as JSON with X-Request-Id`, async () => {
-      const res = await call('GET', path);
-      expect(res.status).toBe(status);
-      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(Object.keys(res.body)).toEqual(['error']);
-      expect(res.body.error).toMatch(error);
-      expect(res.headers.get('x-request-id')).toMatch(/^[\w.-]{1,64}$/);
+      expectErrorShape(await call('GET', path), status, error);
     });
   }
 
@@ -92,6 +88,23 @@ describe('error contract', () => {
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ error: expect.stringContaining('larger than') });
     expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  // What the server holds meanwhile is measured on the binary (tests/e2e/hardening.binary.test.ts).
+  test('a body without a declared length is a JSON 413 once it passes the limit while read', async () => {
+    let sent = 0;
+    const chunk = new Uint8Array(1024 * 1024).fill(32);
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent > MAX_REQUEST_BODY_BYTES * 2) return controller.close();
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await app.handle(
+      new Request('http://localhost/things', { method: 'POST', body, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit),
+    );
+    expectErrorShape({ status: res.status, headers: res.headers, text: await res.text() }, 413, `request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
   });
 
   test('an AppError keeps its headers (429 Retry-After)', async () => {

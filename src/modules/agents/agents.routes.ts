@@ -29,6 +29,11 @@ export const agentsRoutes = (deps: { agents: AgentsService; auth: ReturnType<typ
       .all('/v1/vaults', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/vaults/*', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/agents/environments', notImplemented, { agentAuth: true, detail: { hide: true } })
+      // `.all` is the router's last resort: a method's own route with a parameter (/v1/agents/:id)
+      // wins over it, so the methods of /v1/agents/:id get the exact path explicitly.
+      .get('/v1/agents/environments', notImplemented, { agentAuth: true, detail: { hide: true } })
+      .post('/v1/agents/environments', notImplemented, { agentAuth: true, detail: { hide: true } })
+      .delete('/v1/agents/environments', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/agents/environments/*', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/agents/sessions/:id/artifacts', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/agents/sessions/:id/artifacts/*', notImplemented, { agentAuth: true, detail: { hide: true } })

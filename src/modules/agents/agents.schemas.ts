@@ -6,7 +6,8 @@
 import { t } from 'elysia';
 
 const Metadata = t.Record(t.String(), t.String());
-const Tool = t.Object({ type: t.String({ minLength: 1 }) }, { additionalProperties: true });
+// Kept fields are `additionalProperties: t.Unknown()`: the app's TypeBox normalization drops them under `true`.
+const Tool = t.Object({ type: t.String({ minLength: 1 }) }, { additionalProperties: t.Unknown() });
 
 export const AgentCreateBody = t.Object({
   model: t.String({ minLength: 1, maxLength: 256 }),
@@ -37,7 +38,7 @@ const ToolCallResult = t.Object({
 export const EventBody = t.Object({
   role: t.Union([t.Literal('user'), t.Literal('tool')], { error: 'role must be user or tool' }),
   content: t.Optional(t.Nullable(t.String({ maxLength: 1_000_000 }))),
-  tool_calls: t.Optional(t.Array(t.Object({}, { additionalProperties: true }), { maxItems: 128 })),
+  tool_calls: t.Optional(t.Array(t.Object({}, { additionalProperties: t.Unknown() }), { maxItems: 128 })),
   tool_call_results: t.Optional(t.Array(ToolCallResult, { maxItems: 128 })),
 });
 

@@ -14,6 +14,7 @@ import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
 import { type RouterService, rawJsonOf } from '../router';
+import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 
 export function createGatewayService(ctx: AppContext, router: RouterService) {
@@ -22,10 +23,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
   const encoder = new TextEncoder();
 
   async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {
-    const declared = Number(request.headers.get('content-length') ?? '0');
-    if (declared > maxBody) throw new AppError('payload_too_large', `request body is larger than ${maxBody} bytes`);
-    const raw = await request.arrayBuffer();
-    if (raw.byteLength > maxBody) throw new AppError('payload_too_large', `request body is larger than ${maxBody} bytes`);
+    const raw = await readBodyBytes(request, maxBody);
     let body: unknown;
     try {
       body = JSON.parse(new TextDecoder().decode(raw));

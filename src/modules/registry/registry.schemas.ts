@@ -31,7 +31,8 @@ export const DownloadQuery = t.Object(
     format: t.Optional(t.String({ description: '"json" selects the {mode, url, filename} envelope' })),
     token: t.Optional(t.String({ description: 'session token (Q), instead of the Authorization header' })),
   },
-  { additionalProperties: true },
+  // t.Unknown(), not true: the app's TypeBox normalization would drop the signed link's parameters.
+  { additionalProperties: t.Unknown() },
 );
 
 export const DownloadEnvelope = t.Object({

@@ -1,2 +1,3 @@
 export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './client';
 export { migrate, type MigrateOptions, type Migration } from './migrate';
+export { isDatabaseUnreachable } from './unreachable';

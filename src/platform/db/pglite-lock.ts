@@ -7,6 +7,7 @@
  */
 import { dlopen, FFIType } from 'bun:ffi';
 import { closeSync, openSync } from 'node:fs';
+import { FatalError } from '../errors';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
@@ -30,7 +31,10 @@ export function lockEmbeddedDatabase(dataDir: string): () => void {
   const fd = openSync(path, 'a');
   if (flock && flock(fd, LOCK_EX | LOCK_NB) !== 0) {
     closeSync(fd);
-    throw new Error(`the embedded database ${dataDir} is in use by another cpd process (stop it first, or use DATABASE_URL to share a database)`);
+    throw new FatalError(
+      `the embedded database ${dataDir} is in use by another cpd process (a running \`cpd serve\`?): stop it first (systemctl stop cpd@SITE), or use DATABASE_URL to share a database`,
+      2,
+    );
   }
   return () => closeSync(fd);
 }

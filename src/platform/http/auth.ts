@@ -42,9 +42,18 @@ function cookieValue(request: Request, name: string): string | null {
   if (!header) return null;
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeCookie(part.slice(i + 1).trim());
   }
   return null;
+}
+
+/** A malformed percent-encoding ("%E0%A4%A") is no credential: null, so the caller gets 401. */
+function decodeCookie(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
 }
 
 function queryToken(request: Request): string | null {

@@ -3,7 +3,9 @@
  * own 422 and plain-text 404 never leak; unknown errors become 500 without internals.
  */
 import { Elysia } from 'elysia';
+import { isDatabaseUnreachable } from '../db/unreachable';
 import { AppError, STATUS_OF_KIND } from '../errors';
+import { checkDeclaredLength, withBodyLimit } from './body-limit';
 import type { Logger } from '../logger';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
@@ -30,6 +32,8 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
     case 'VALIDATION':
       return jsonError(400, validationMessage(error));
     case 'PARSE':
+      // Reading the body failed for a reason of ours (the body limit while streaming): that answer.
+      if ((error as Error)?.cause instanceof AppError) return errorResponse((error as Error).cause, 'UNKNOWN', log, requestId);
       return jsonError(400, 'request body is not valid JSON');
     case 'NOT_FOUND':
       return jsonError(404, 'not found');
@@ -52,6 +56,10 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
     case '22P05': // \u0000 inside a jsonb value
       return jsonError(400, 'malformed value');
   }
+  if (isDatabaseUnreachable(error)) {
+    log.warn({ request_id: requestId }, 'database unavailable');
+    return jsonError(503, 'database unavailable');
+  }
   log.error({ err: error, request_id: requestId }, 'unhandled error');
   return jsonError(500, 'internal server error');
 }
@@ -67,17 +75,21 @@ function validationMessage(error: unknown): string {
 }
 
 /**
- * Largest request body the API accepts. Checked here on Content-Length so the answer is our JSON
- * 413: Bun's own limit (maxRequestBodySize, set higher in cli/serve.ts as a backstop for chunked
- * bodies) answers a bare 413 with no body.
+ * Largest request body the API accepts (routes with their own, smaller limit check it too).
+ * Answered here with our JSON 413: a declared Content-Length before anything is read, a chunked
+ * body as soon as it passes the limit while being read (platform/http/body-limit.ts). Bun's own
+ * limit (maxRequestBodySize in cli/serve.ts) is only a backstop: it answers a bare 413.
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
 export const errorPlugin = (log: Logger) =>
   new Elysia({ name: 'cpd/errors' })
-    .onRequest(({ request }) => {
-      if (Number(request.headers.get('content-length') ?? 0) > MAX_REQUEST_BODY_BYTES)
-        throw new AppError('payload_too_large', `request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+    .onRequest((context) => {
+      const { request } = context;
+      if (request.headers.has('content-length')) return checkDeclaredLength(request, MAX_REQUEST_BODY_BYTES);
+      // No declared length: swap in a counting body before any parser or handler reads it. Elysia
+      // reads the body from the context's request, so replacing it here covers every route.
+      if (request.body) (context as { request: Request }).request = withBodyLimit(request, MAX_REQUEST_BODY_BYTES);
     })
     .onError({ as: 'global' }, ({ error, code, set }) => {
       const response = errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);

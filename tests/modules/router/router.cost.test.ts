@@ -14,7 +14,9 @@ const ask = (h: Harness, path: string, auth: { bearer?: string; cookie?: string 
     body: (await r.json()) as any,
   }));
 
-const sorted = (items: any[]) => [...items].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+/** Rows in a fixed order whatever the order of their keys (JSON key order is no part of the answer). */
+const canonical = (row: Record<string, unknown>) => JSON.stringify(Object.keys(row).sort().map((k) => [k, row[k]]));
+const sorted = (items: any[]) => [...items].sort((a, b) => canonical(a).localeCompare(canonical(b)));
 
 describe('router cost report (intl, postgres)', () => {
   const clock = new SettableClock();
