@@ -62,7 +62,7 @@ export async function buildApp(ctx: AppContext) {
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
-    // Before the error plugin: its 415 answer replaces the validation error of a refused body.
+    // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
     .use(errorPlugin(ctx.log))
     .use(foreignOriginGuard(publicOrigin))

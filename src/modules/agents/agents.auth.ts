@@ -8,7 +8,6 @@
  * sessions, and is rate limited per address (named limit `agents_anonymous`). A bfvk- key that is
  * presented must still be valid, so a revoked key is refused at once.
  */
-import type { Server } from 'bun';
 import { Elysia } from 'elysia';
 import { safeEqual } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
@@ -50,31 +49,15 @@ export async function principalOf(request: Request, address: string | null, deps
 }
 
 export const agentAuthPlugin = (deps: AgentAuthDeps) => {
-  // Decided in the first hook a request meets (`parse`, or `transform` for a request without a
-  // body), both before body parsing and validation, so a request without a valid key is 401
-  // whatever its body. Elysia turns an error thrown while parsing into a 400, so `parse` only
-  // records it (and skips parsing the refused body); `transform` throws it.
-  const outcomes = new WeakMap<Request, { principal: Principal } | { error: unknown }>();
-  const decide = async (request: Request, server: Server<unknown> | null) => {
-    let outcome = outcomes.get(request);
-    if (!outcome) {
-      try {
-        outcome = { principal: await principalOf(request, clientAddress(request, server, deps.trustProxy), deps) };
-      } catch (error) {
-        outcome = { error };
-      }
-      outcomes.set(request, outcome);
-    }
-    return outcome;
-  };
+  // Checked in `transform`, which runs before body validation, so a request without a valid key
+  // is 401 whatever its body; `resolve` (after validation) hands the result to the handler.
+  const principals = new WeakMap<Request, Principal>();
   return new Elysia({ name: 'cpd/agents-auth' }).macro({
     agentAuth: (_on: true) => ({
-      parse: async ({ request, server }) => ('error' in (await decide(request, server)) ? {} : undefined),
       async transform({ request, server }) {
-        const outcome = await decide(request, server);
-        if ('error' in outcome) throw outcome.error;
+        principals.set(request, await principalOf(request, clientAddress(request, server, deps.trustProxy), deps));
       },
-      resolve: ({ request }) => ({ principal: (outcomes.get(request) as { principal: Principal }).principal }),
+      resolve: ({ request }) => ({ principal: principals.get(request)! }),
     }),
   });
 };

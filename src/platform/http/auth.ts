@@ -88,39 +88,23 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
 }
 
 /**
- * The `auth` macro. The caller is resolved in the first hook a request meets, before its body is
- * parsed or validated: without a credential the answer is 401 whatever the body. A
+ * The `auth` macro. The caller is resolved in `transform`, before the body is validated: without
+ * a credential the answer is 401 whatever the body's fields or type (a body that is not even
+ * well-formed JSON is the one thing Elysia reports first, as 400, when it parses). A
  * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
- * (platform/http/origin.ts).
- * Elysia turns an error thrown while parsing into a 400 parse error, so the `parse` hook only
- * records the outcome (and skips parsing the body of a refused request); `transform`, which runs
- * next and before validation, throws it.
+ * (platform/http/origin.ts). No parse hook: it would hide the routes' JSON bodies from the
+ * OpenAPI document.
  */
 export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
-  const outcomes = new WeakMap<Request, { caller: Caller } | { error: unknown }>();
-  const authenticate = async (request: Request, modes: readonly AuthMode[]) => {
-    let outcome = outcomes.get(request);
-    if (!outcome) {
-      try {
-        const caller = await resolveCaller(resolver, request, modes);
-        if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
-        outcome = { caller };
-      } catch (error) {
-        outcome = { error };
-      }
-      outcomes.set(request, outcome);
-    }
-    return outcome;
-  };
+  const callers = new WeakMap<Request, Caller>();
   return new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
-      // A placeholder body for a refused request; nothing (parse as usual) for an accepted one.
-      parse: async ({ request }) => ('error' in (await authenticate(request, modes)) ? {} : undefined),
       async transform({ request }) {
-        const outcome = await authenticate(request, modes);
-        if ('error' in outcome) throw outcome.error;
+        const caller = await resolveCaller(resolver, request, modes);
+        if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
+        callers.set(request, caller);
       },
-      resolve: ({ request }) => ({ caller: (outcomes.get(request) as { caller: Caller }).caller }),
+      resolve: ({ request }) => ({ caller: callers.get(request)! }),
     }),
   });
 };

@@ -3,10 +3,12 @@
  * what an HTML form on another site can send without asking (no CORS preflight), so refusing it
  * closes that door; it also keeps every body parsed by one parser.
  *
- * Paths whose bodies are what an outside system sends (payment providers' notifications) are
- * named by their module and exempt. The body of a refused request is never parsed: the parse
- * hook hands a placeholder on, and the 415 is answered after the route's authentication (a
- * stranger gets 401 whatever the body), at validation or before the handler.
+ * Paths whose bodies are what an outside system sends (payment providers' notifications, the
+ * sandbox checkout's form buttons) are named by their module and exempt. A refused request is
+ * answered 415 after the route's authentication (a stranger gets 401 whatever the body): when
+ * its body fails to parse or validate, or before the handler.
+ * No parse hook is used: Elysia documents a route's JSON body in the OpenAPI document only while
+ * the route has no custom parser, and honours `parse: 'none'` (raw bodies) only when it is alone.
  */
 import { Elysia } from 'elysia';
 import { AppError } from '../errors';
@@ -22,20 +24,17 @@ function hasBody(request: Request): boolean {
 const MESSAGE = 'request body must be JSON (content-type: application/json)';
 
 export const jsonBodiesOnly = (exemptPrefixes: readonly string[]) => {
-  const refused = new WeakSet<Request>();
+  // Decided from the request's own headers wherever asked (Elysia may hand later hooks another
+  // Request object than onRequest saw, so nothing is remembered between hooks).
+  const refused = (request: Request) =>
+    hasBody(request) &&
+    !JSON_MEDIA.test(request.headers.get('content-type') ?? '') &&
+    !exemptPrefixes.some((prefix) => new URL(request.url).pathname.startsWith(prefix));
   return new Elysia({ name: 'cpd/json-bodies' })
-    // Routes that read their raw body (`parse: 'none'`: the gateway, provider notifications): once
-    // a route has other parse hooks, Elysia looks 'none' up as a named parser. This one hands a
-    // placeholder on and leaves the stream unread.
-    .parser('none', () => '')
-    .onParse({ as: 'global' }, ({ request, path }) => {
-      if (!hasBody(request) || JSON_MEDIA.test(request.headers.get('content-type') ?? '')) return;
-      if (exemptPrefixes.some((prefix) => path.startsWith(prefix))) return;
-      refused.add(request);
-      return {};
-    })
-    .onError({ as: 'global' }, ({ request, code }) => (code === 'VALIDATION' && refused.has(request) ? jsonError(415, MESSAGE) : undefined))
+    .onError({ as: 'global' }, ({ request, code }) =>
+      (code === 'VALIDATION' || code === 'PARSE') && refused(request) ? jsonError(415, MESSAGE) : undefined,
+    )
     .onBeforeHandle({ as: 'global' }, ({ request }) => {
-      if (refused.has(request)) throw new AppError('unsupported_media_type', MESSAGE);
+      if (refused(request)) throw new AppError('unsupported_media_type', MESSAGE);
     });
 };
