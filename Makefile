@@ -6,11 +6,16 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench migrations clean deps test-tools
+.PHONY: run test build check lint typecheck bench migrations clean deps test-tools console
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
-# cc for the FFI fixtures, python3 whose csv module reads the usage export), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3
+# cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
+# console's browser tests), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium
+
+# The web console and the OpenAPI UI, bundled for the browser by Bun.build and embedded in the binary
+# as one generated module (git-ignored); see scripts/build-console.ts.
+CONSOLE_BUNDLE := src/console/bundle.generated.ts
 
 run: build
 	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve
@@ -25,10 +30,20 @@ test-tools:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# A Chinese font, so the console's screenshots of the China site show its text (assertions read the DOM, not pixels).
+	@if ! fc-list :lang=zh family 2>/dev/null | grep -q .; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq fonts-wqy-microhei || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-wqy-microhei; }; \
+	fi
 
 build: dist/cpd
 
-dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json Makefile
+console: $(CONSOLE_BUNDLE)
+
+$(CONSOLE_BUNDLE): $(DEPS_STAMP) scripts/build-console.ts $(shell find src/console/app -type f 2>/dev/null)
+	$(BUN) scripts/build-console.ts
+
+dist/cpd: $(DEPS_STAMP) $(CONSOLE_BUNDLE) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json Makefile
 	@mkdir -p dist
 	@# Build to a private name, then rename: running copies keep their file, parallel builds do not clash.
 	@# Why each flag:
@@ -46,8 +61,9 @@ dist/cpd: $(DEPS_STAMP) $(shell find src migrations -type f 2>/dev/null) CHANGEL
 
 check: typecheck lint
 
-typecheck: $(DEPS_STAMP)
+typecheck: $(DEPS_STAMP) $(CONSOLE_BUNDLE)
 	$(BUN) x tsc --noEmit -p .
+	$(BUN) x tsc --noEmit -p src/console/app
 
 lint: $(DEPS_STAMP)
 	$(BUN) x biome lint src tests bench scripts

@@ -26,6 +26,9 @@ import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
 import { requestLogPlugin } from './platform/http/request-log';
 import { VERSION } from './version';
+import { consoleRoutes } from './console';
+
+const API_SPEC_PATH = '/api/docs/json';
 
 export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
@@ -69,8 +72,10 @@ export async function buildApp(ctx: AppContext) {
     .use(htmlSecurityHeaders(ctx.config.publicUrl))
     .use(
       openapi({
+        // The UI at /api/docs is the console's (embedded Swagger UI); the plugin only serves the spec.
         path: '/api/docs',
-        specPath: '/api/docs/json',
+        specPath: API_SPEC_PATH,
+        provider: null,
         documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
       }),
     )
@@ -87,6 +92,7 @@ export async function buildApp(ctx: AppContext) {
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
+    .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
     .use(
       agentsRoutes({
         agents,

@@ -62,6 +62,14 @@ export interface Config {
   /** RATE_LIMITS overrides of the named limits (platform/http/rate-limit.ts has the defaults). */
   rateLimits: Partial<Record<LimitName, RateLimit>>;
   engines: string | null;
+  /** Prompt tokens the admission counts for each image part of a request (IMAGE_TOKENS). */
+  imageTokens: number;
+  /** Completion tokens the admission counts for a request that sets no max_tokens (ADMISSION_DEFAULT_MAX_TOKENS). */
+  admissionDefaultMaxTokens: number;
+  /** How long a wallet grant lives unless its process renews it (WALLET_GRANT_TTL). */
+  walletGrantTtlMs: number;
+  /** Whether a usage commit waits for PostgreSQL's WAL flush (USAGE_SYNCHRONOUS_COMMIT, default on). */
+  usageSynchronousCommit: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   router: RouterSettings;
   gateway: { maxBodyBytes: number };
@@ -217,6 +225,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: oneOf('TRUST_PROXY', get('TRUST_PROXY') ?? 'false', ['true', 'false'] as const) === 'true',
     rateLimits: rateLimitsFrom(get('RATE_LIMITS')),
     engines: get('ENGINES') ?? null,
+    imageTokens: number('IMAGE_TOKENS', get('IMAGE_TOKENS') ?? '1500', { min: 1, integer: true }),
+    admissionDefaultMaxTokens: number('ADMISSION_DEFAULT_MAX_TOKENS', get('ADMISSION_DEFAULT_MAX_TOKENS') ?? '4096', { min: 1, integer: true }),
+    walletGrantTtlMs: parseDuration('WALLET_GRANT_TTL', get('WALLET_GRANT_TTL') ?? '30s'),
+    usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     router: routerSettings(get, routes, modelBackends),
     gateway: {

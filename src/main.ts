@@ -9,6 +9,7 @@ import { FatalError, UsageError } from './cli/args';
 import { applyEnvFile } from './cli/env-file';
 import { ConfigError } from './config';
 import { pgliteAssets } from './platform/db/pglite-assets';
+import { safeError, safeErrorText } from './platform/safe-error';
 
 const HELP = `
 Usage: cpd <command> [options]
@@ -68,6 +69,8 @@ main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`cpd: ${err.message}\n`);
     process.exit(err.exitCode);
   }
-  process.stderr.write(`cpd: ${(err as Error)?.stack ?? err}\n`);
+  // A bug: its stack, never a failed query's values.
+  const frames = safeError(err).stack?.split('\n').slice(1) ?? [];
+  process.stderr.write(`cpd: ${[safeErrorText(err), ...frames].join('\n')}\n`);
   process.exit(1);
 });

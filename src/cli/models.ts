@@ -1,16 +1,17 @@
 import cliProgress from 'cli-progress';
 import { loadConfig } from '../config';
 import { type PublishInput, type PublishProgress, publishArtifact, validatePublishInput } from '../modules/registry';
-import { createContext } from '../platform/context-factory';
-import { migrate } from '../platform/db';
 import { AppError } from '../platform/errors';
 import { openObjectStore } from '../platform/storage';
 import { FatalError, parseCommand, UsageError } from './args';
+import { migrateForCommand, openForCommand, requireExistingSchema } from './database';
 
 const HELP = `
 Usage: cpd models publish PATH --slug S --quant Q --sdk vX.Y [--name N] [--family F] [--description D]
 
-Publishes a model artifact into this site's registry (same environment as \`cpd serve\`).
+Publishes a model artifact into this site's registry (same environment as \`cpd serve\`,
+e.g. --env-file /etc/cpd/SITE.env). The site's database must exist: \`cpd serve\` or
+\`cpd migrate\` creates it; publish never does.
 PATH is a file (downloads answer 302 to it) or a bundle directory (downloads answer a ZIP).
 Size, CRC-32 and SHA-256 of every file are computed once, here. Republishing the same
 (slug, quant, sdk) replaces the artifact atomically: the old one is served until the new one is
@@ -75,10 +76,12 @@ export async function modelsCommand(argv: string[]) {
     if (err instanceof AppError) throw new FatalError(`models publish: ${err.message}`);
     throw err;
   }
-  const ctx = await createContext(loadConfig());
+  // Publishing fills a served site's registry: it never creates a database (`cpd migrate` does).
+  const ctx = await openForCommand(loadConfig(), { existing: true });
   const progress = progressReporter();
   try {
-    await migrate(ctx.database, { site: ctx.config.site });
+    await requireExistingSchema(ctx);
+    await migrateForCommand(ctx);
     const store = openObjectStore(ctx.config, ctx.clock);
     const result = await publishArtifact(ctx, store, input, progress.onProgress);
     progress.stop();

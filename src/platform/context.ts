@@ -12,3 +12,9 @@ export interface AppContext {
   /** Register a closer run at graceful shutdown, in reverse order of registration. */
   onShutdown(fn: () => Promise<void> | void): void;
 }
+
+/**
+ * How long a closer that writes queued rows keeps trying at shutdown before it logs what it could
+ * not write. `cpd serve` gives all closers 10 s before it exits, so this must stay well inside.
+ */
+export const DRAIN_DEADLINE_MS = 6_000;

@@ -2,6 +2,8 @@
  * Services throw AppError with a kind, never an HTTP status; platform/http/errors.ts maps kinds
  * to statuses and `{error}` bodies once for the whole app.
  */
+import { safeError } from './safe-error';
+
 export type ErrorKind =
   | 'invalid'
   | 'unauthorized'
@@ -57,9 +59,12 @@ export class FatalError extends Error {
   }
 }
 
-/** The innermost cause's first line ("connect ECONNREFUSED …" rather than drizzle's "Failed query: …"). */
+/**
+ * The innermost cause's first line ("connect ECONNREFUSED …" rather than drizzle's "Failed
+ * query: …"), without values (safeError).
+ */
 export function rootMessage(err: unknown): string {
   let e = err as { message?: unknown; cause?: unknown } | null;
   while (e && typeof e === 'object' && e.cause && typeof e.cause === 'object') e = e.cause as typeof e;
-  return String(e?.message ?? err).split('\n')[0]!;
+  return safeError(e).message.split('\n')[0]!;
 }

@@ -172,3 +172,42 @@ describe('cpd users create on PostgreSQL', () => {
     }
   });
 });
+
+describe('cpd models publish never creates a database', () => {
+  let artifact: string;
+  const publishArgs = () => ['models', 'publish', artifact, '--slug', 'tiny', '--quant', 'int8', '--sdk', 'v1.0'];
+  beforeAll(() => {
+    artifact = join(mkdtempSync(join(root, 'artifact-')), 'tiny.gguf');
+    writeFileSync(artifact, 'not really a model, but bytes to publish');
+  });
+
+  test('run from another directory without the environment: refused, and no ./data database appears', async () => {
+    const r = await run(publishArgs());
+    expectOneLineRefusal(r, 'no database', 'DATA_DIR');
+    expect(readdirSync(r.cwd)).toEqual([]);
+  });
+
+  test('a PostgreSQL database without cpd tables: refused, nothing created in it', async () => {
+    const db = await createEmptyPostgresDatabase();
+    try {
+      expectOneLineRefusal(await run(publishArgs(), { DATABASE_URL: db.url, DATA_DIR: mkdtempSync(join(root, 'data-')) }), 'no cpd tables');
+      const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+      try {
+        expect((await sql`select tablename from pg_tables where schemaname = 'public'`).length).toBe(0);
+      } finally {
+        await sql.end();
+      }
+    } finally {
+      await db.drop();
+    }
+  });
+
+  test('after `cpd migrate` created the database: publishes', async () => {
+    const env = { DATA_DIR: join(mkdtempSync(join(root, 'site-')), 'data') };
+    const migrated = await run(['migrate'], env);
+    expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: '' });
+    const r = await run(publishArgs(), env);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ slug: 'tiny', quant: 'int8', sdk: 'v1.0' });
+  }, 90_000);
+});

@@ -110,6 +110,11 @@ describe('loadConfig', () => {
     ['ROUTER_PROBE_INTERVAL', 'often'],
     ['ARIA_ROUTER', 'yes'],
     ['PAYMENT_PROVIDERS', 'app_wallet'],
+    ['IMAGE_TOKENS', '0'],
+    ['IMAGE_TOKENS', '1.5'],
+    ['ADMISSION_DEFAULT_MAX_TOKENS', 'many'],
+    ['WALLET_GRANT_TTL', 'never'],
+    ['USAGE_SYNCHRONOUS_COMMIT', 'sometimes'],
   ];
   for (const [variable, value] of bad) {
     test(`${variable}=${JSON.stringify(value)} is refused naming ${variable}`, () => {

@@ -72,7 +72,7 @@ export interface TestResponse<T = any> {
   text: string;
 }
 
-export async function createTestApp(kind: DbKind = 'postgres', env: Record<string, string | undefined> = {}, opts: { clock?: Clock } = {}) {
+export async function createTestApp(kind: DbKind = 'postgres', env: Record<string, string | undefined> = {}, opts: { clock?: Clock; testDb?: TestDatabase } = {}) {
   const tc = await createTestContext(kind, env, opts);
   const built = await buildApp(tc.ctx);
   async function request<T = any>(

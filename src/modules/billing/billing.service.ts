@@ -6,6 +6,7 @@ import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { createGrants, type Grant } from './grants';
 import { type AdjustmentInput, createAdjustments } from './adjustments';
 import { createInvoices } from './invoices.service';
 import { createLedger } from './ledger';
@@ -42,6 +43,7 @@ export interface BillingOptions extends PaymentsOptions {
 export function createBillingService(ctx: AppContext, opts: BillingOptions = {}) {
   const signal = createWalletSignal(ctx);
   const ledger = createLedger(ctx, signal);
+  const grants = createGrants(ctx);
   const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
   const adjustments = createAdjustments(ledger);
   return {
@@ -75,8 +77,27 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
      */
     async debitUsageMany(on: DbOrTx, entries: DebitUsageInput[]): Promise<Map<string, bigint>> {
       if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
-      return ledger.applyUsageMany(on, entries);
+      return (await ledger.applyUsageMany(on, entries)).balances;
     },
+
+    /**
+     * The router's usage batch, in the caller's transaction: debitUsageMany and the holder's wallet
+     * grants lowered by the entries' amounts, both statements sent at once and run in that order
+     * (wallet rows locked before grant rows, as when a grant is requested, so they cannot
+     * deadlock). A replayed batch debits nothing but lowers the grants again: a grant may end
+     * lower than it could be, which costs a renewal, never money. No NOTIFY at commit: the caller
+     * calls `committed()` after its commit to announce the change.
+     */
+    async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<{ grants: Map<string, Grant>; committed: () => void }> {
+      if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
+      const costs = new Map<string, bigint>();
+      for (const e of entries) costs.set(e.userId, (costs.get(e.userId) ?? 0n) + e.amountMicros);
+      const [, lowered] = await Promise.all([ledger.applyUsageMany(tx, entries, { announcedByCaller: true }), grants.consume(tx, holder, costs)]);
+      return { grants: lowered, committed: () => ledger.announce(costs.keys()) };
+    },
+
+    /** Wallet grants for admission across processes (grants.ts). */
+    grants: { request: grants.request, endMargin: grants.endMargin, giveBack: grants.giveBack, renewAll: grants.renewAll, releaseAll: grants.releaseAll },
 
     /** A top-up or adjustment, idempotent on `reference`; `applied` is false on a replay. */
     async credit(on: DbOrTx, input: CreditInput) {

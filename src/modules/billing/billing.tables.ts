@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, index, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, index, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const micros = (name: string) => bigint(name, { mode: 'bigint' });
@@ -13,6 +13,29 @@ export const wallets = pgTable('wallets', {
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });
+
+/**
+ * Quotas of a wallet's balance granted to serving processes (online charging, as in RFC 4006
+ * credit control): a process admits requests against its own grant with no database round trip.
+ * Granting locks the wallet row and never grants more than the balance minus the other live
+ * grants; a usage debit consumes its process's grant in the same transaction. A grant whose
+ * process stopped renewing it expires. At most one live grant per wallet holds `margin`: the one
+ * request allowed to cross zero.
+ */
+export const walletGrants = pgTable(
+  'wallet_grants',
+  {
+    userId: text('user_id').notNull(),
+    /** The process holding the grant (a random id per process). */
+    holder: text('holder').notNull(),
+    amountMicros: micros('amount_micros').notNull(),
+    margin: boolean('margin').notNull(),
+    /** Bumped by every change, so the holder applies answers in the order they happened. */
+    version: bigint('version', { mode: 'number' }).notNull(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.holder] }), index('wallet_grants_holder_idx').on(t.holder)],
+);
 
 /** Append-only ledger. `reference` makes every write idempotent (usage:<request>, payment:<id>, …). */
 export const walletTransactions = pgTable(

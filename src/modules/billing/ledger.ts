@@ -59,7 +59,7 @@ const APPLY_NOTIFY = applySql(true);
  * parameter (cheap, unlike thousands of bound parameters) and are inserted by one multi-row insert
  * (a replayed reference inserts nothing); each wallet then moves once by the sum of its newly
  * inserted entries, upserted in user-id order so concurrent writers lock wallets in the same order.
- * Answers one row per moved wallet, with how many entries were inserted.
+ * Answers one row per moved wallet, with how many entries were inserted and what the new ones spent.
  */
 const usageManySql = (notify: boolean) => `
   with entry as (
@@ -76,7 +76,8 @@ const usageManySql = (notify: boolean) => `
       set balance_micros = wallets.balance_micros + excluded.balance_micros, updated_at = excluded.updated_at
     returning user_id, balance_micros
   )
-  select upd.user_id, upd.balance_micros::text as balance, (select count(*) from ins)::int as inserted${notify ? `, pg_notify('${WALLET_CHANNEL}', upd.user_id)` : ''}
+  select upd.user_id, upd.balance_micros::text as balance, (select count(*) from ins)::int as inserted,
+    (select -sum(amount_micros) from ins where ins.user_id = upd.user_id)::text as spent${notify ? `, pg_notify('${WALLET_CHANNEL}', upd.user_id)` : ''}
   from upd`;
 const USAGE_MANY_QUIET = usageManySql(false);
 const USAGE_MANY_NOTIFY = usageManySql(true);
@@ -137,25 +138,36 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
    * Records `usage` entries as one statement (see usageManySql); answers the balance of every
    * wallet named. Replays insert nothing; a reference already used for a different entry is a
    * conflict (raised after the statement: inside a caller's transaction it rolls back with it).
+   * `spent` holds what the newly inserted entries took from each wallet (a replay spends nothing).
    */
-  async function applyUsageMany(on: DbOrTx, entries: UsageEntry[]): Promise<Map<string, bigint>> {
+  async function applyUsageMany(
+    on: DbOrTx,
+    entries: UsageEntry[],
+    /** The caller announces the change itself after its transaction commits (signal.later). */
+    opts: { announcedByCaller?: boolean } = {},
+  ): Promise<{ balances: Map<string, bigint>; spent: Map<string, bigint> }> {
     const balances = new Map<string, bigint>();
-    if (!entries.length) return balances;
-    const announceAfter = on === database.db; // as in apply(): a debit on its own is announced after
+    const spent = new Map<string, bigint>();
+    if (!entries.length) return { balances, spent };
+    // As in apply(): a debit on its own is announced after; one in a transaction whose caller
+    // announces it after its commit issues no NOTIFY (see wallet-signal.ts for why that matters).
+    const announceAfter = on === database.db;
+    const quiet = announceAfter || opts.announcedByCaller === true;
     const json = JSON.stringify(
       entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
     );
-    const rows = await database.prepared<{ user_id: string; balance: string; inserted: number }>(
-      announceAfter ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
+    const rows = await database.prepared<{ user_id: string; balance: string; inserted: number; spent: string }>(
+      quiet ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
       [json, currency, ctx.clock.now().toISOString()],
       on,
     );
     for (const r of rows) {
       balances.set(r.user_id, BigInt(r.balance));
+      spent.set(r.user_id, BigInt(r.spent));
       if (announceAfter) signal.later(r.user_id);
     }
     if ((rows[0]?.inserted ?? 0) < entries.length) await checkReplays(on, entries, balances);
-    return balances;
+    return { balances, spent };
   }
 
   /** Some references existed: each must name the same entry; the untouched wallets' balances are read. */
@@ -240,6 +252,10 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
   return {
     apply,
     applyUsageMany,
+    /** Announces committed changes of these wallets (coalesced), for callers that wrote them in their own transaction. */
+    announce: (userIds: Iterable<string>) => {
+      for (const id of userIds) signal.later(id);
+    },
     balance: (userId: string) => balanceOn(database.db, userId),
     balances,
     byReference,

@@ -5,7 +5,8 @@
  * cpd_registry and every server reloads.
  */
 import { asc, eq, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
+import { createBatchWriter } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import type { ObjectStore } from '../../platform/storage';
@@ -13,8 +14,6 @@ import { type ModelMetadata, type ModelRecord, QUANTS, type Quant, SDK_PATTERN, 
 import { artifactFiles, artifacts, models } from './registry.tables';
 
 export const REGISTRY_CHANNEL = 'cpd_registry';
-const FLUSH_MS = 200;
-const FLUSH_ROWS = 500;
 
 export interface ArtifactFile {
   /** Path inside the bundle (forward slashes); the file name for a single-file artifact. */
@@ -66,7 +65,7 @@ export function assertSlug(slug: string): string {
 
 /** A buffered download, named as the downloads table's columns (json_populate_recordset reads it). */
 /** A download row waiting for the next batch insert, as a JSON array (half the bytes of an object). */
-type PendingDownload = [userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
+type PendingDownload = [id: string, userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
 
 function toRecord(m: ModelEntry): ModelRecord {
   const newest = m.artifacts.map((a) => a.sdk).sort(compareSdk).at(-1)!;
@@ -83,33 +82,30 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   let recordsJson = '[]';
   let unlisten: (() => Promise<void>) | null = null;
   let reloading: Promise<void> | null = null;
-  let pending: PendingDownload[] = [];
-  let flushTimer: Timer | null = null;
-  let flushing: Promise<void> = Promise.resolve();
-
-  /** Writes the buffered download records; resolves once everything recorded so far is stored. */
-  function flushDownloads(): Promise<void> {
-    if (flushTimer) clearTimeout(flushTimer);
-    flushTimer = null;
-    const rows = pending;
-    pending = [];
-    flushing = flushing.then(async () => {
-      if (!rows.length) return;
-      try {
-        // One JSON parameter, ids made by the database: drizzle's per-row SQL building and our id
-        // generation were a quarter of the CPU of a 302 download under load. Rows are arrays, not
-        // objects: writing the parameter to the socket is most of what a batch costs here.
-        await ctx.database.query(sql`
-          insert into downloads (id, user_id, key_id, artifact_id, slug, quant, sdk, created_at)
-          select 'dl_' || replace(gen_random_uuid()::text, '-', ''), r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, to_timestamp((r->>6)::float8 / 1000)
-          from json_array_elements(${JSON.stringify(rows)}::json) r`);
-      } catch (err) {
-        ctx.log.error({ err, rows: rows.length }, 'download records lost');
-      }
-    });
-    return flushing;
-  }
-  ctx.onShutdown(flushDownloads);
+  // Download records go through the group-commit writer: a 302 does not wait for its row, and the
+  // rows of the downloads answered together share one insert. Ids are made here, so a batch
+  // replayed after a lost acknowledgement inserts nothing twice; a row that cannot be written is
+  // logged and the others are written.
+  const downloads = createBatchWriter<PendingDownload>({
+    name: 'download records',
+    log: ctx.log,
+    maxBatch: 500,
+    concurrency: 1,
+    async write(rows) {
+      // One JSON parameter: drizzle's per-row SQL building was a quarter of the CPU of a 302 download
+      // under load. Rows are arrays, not objects: writing the parameter to the socket is most of
+      // what a batch costs here.
+      await ctx.database.query(sql`
+        insert into downloads (id, user_id, key_id, artifact_id, slug, quant, sdk, created_at)
+        select r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, to_timestamp((r->>7)::float8 / 1000)
+        from json_array_elements(${JSON.stringify(rows)}::json) r
+        on conflict (id) do nothing`);
+    },
+    setAside: async () => {},
+  });
+  /** Resolves once every download recorded so far is stored (or logged as not storable). */
+  const flushDownloads = () => downloads.flush();
+  ctx.onShutdown(() => downloads.close(DRAIN_DEADLINE_MS));
 
   async function readCatalog() {
     // One after the other on purpose: at start-up the pool holds one open connection, and parallel
@@ -254,14 +250,13 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
     },
 
     /**
-     * Records a download. Rows are buffered and written in batches (every FLUSH_MS or FLUSH_ROWS):
-     * one awaited INSERT per download costs a commit and capped the authenticated 302 rate at
-     * ~1k req/s. Shutdown flushes; a crash loses at most the last FLUSH_MS of records.
+     * Records a download without waiting for it: one awaited INSERT per download costs a commit and
+     * capped the authenticated 302 rate at ~1k req/s. Shutdown drains; a crash loses the records of
+     * the batch being written.
      */
     recordDownload(caller: Caller, artifact: Artifact): void {
-      pending.push([caller.userId, caller.keyId, artifact.id, artifact.slug, artifact.quant, artifact.sdk, ctx.clock.now().getTime()]);
-      if (pending.length >= FLUSH_ROWS) void flushDownloads();
-      else flushTimer ??= setTimeout(() => void flushDownloads(), FLUSH_MS);
+      const id = `dl_${crypto.randomUUID().replaceAll('-', '')}`;
+      void downloads.add([id, caller.userId, caller.keyId, artifact.id, artifact.slug, artifact.quant, artifact.sdk, ctx.clock.now().getTime()]);
     },
 
     flushDownloads,

@@ -1,126 +1,161 @@
 /**
- * Per-user admission against the wallet, from memory. Concurrent requests may overspend a balance
- * by at most one request:
+ * Admission against the wallet, with a hard overspend bound across processes.
  *
- *   available = cached balance − debits queued but not yet committed − reservations in flight
+ * Each process holds a grant of a wallet's balance in the database (billing's wallet grants; the
+ * live grants of one wallet never sum above its balance) and admits against it from memory:
  *
- * A request reserves an upper estimate of its cost. It is admitted at once when `available` covers
- * that estimate; otherwise it is "at the margin": it waits (up to ROUTER_ADMISSION_WAIT) until the
- * user has nothing else in flight and is then admitted alone if `available` is still above zero,
- * else refused (402). So only one request at a time can be the one that crosses zero. The
- * guarantee is strict when the estimate is an upper bound (per_request prices, or max_tokens set);
- * see docs/gateway.md. Reservations are per process: N replicas can each let one request cross.
+ *   covered = grant − upper bounds of this process's requests in flight ≥ this request's upper bound
  *
- * The balance cache is invalidated across processes by billing's NOTIFY: on a change the entry is
- * reloaded in the background (a generation counter discards reloads that raced with a commit of
- * ours); our own commits set it from the balance the debit returned, and reload once more when a
- * change was announced meanwhile. After the notification connection reconnects, every entry reloads.
+ * A covered request needs no database round trip. Otherwise the process asks for a larger grant
+ * (what it needs plus headroom, at most half of what is left). A request still not covered is at
+ * the margin: it waits until this process has nothing else in flight for the wallet, then asks for
+ * the margin, which the database gives to one process per wallet at a time, with all that is left
+ * of the balance; it is admitted when that is above zero. So across every process only one
+ * request at a time can take a wallet below zero, by at most its own actual cost (when every
+ * upper bound holds; docs/gateway.md). A usage commit lowers the grant by the cost in the same
+ * transaction; the request's bound is held until then. A process renews its grants every third of
+ * WALLET_GRANT_TTL and stops using them locally before they could expire; a dead process's grants
+ * expire. An idle wallet's grant is given back after a second.
  */
+import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import { AppError } from '../../platform/errors';
 import type { Logger } from '../../platform/logger';
 
-interface BalanceSource {
-  getBalanceMicros(userId: string): Promise<bigint>;
-  onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
+export interface GrantSource {
+  request(req: GrantRequest): Promise<GrantAnswer>;
+  endMargin(userId: string, holder: string): Promise<Grant | null>;
+  giveBack(userId: string, holder: string, version: number): Promise<void>;
+  renewAll(holder: string, ttlMs: number): Promise<void>;
+  releaseAll(holder: string): Promise<void>;
 }
 
-interface UserState {
-  balance: bigint | null;
-  gen: number;
-  loading: Promise<void> | null;
-  /** A change was announced since our last commit: the balance that commit returned may predate it. */
-  changed: boolean;
-  pending: bigint;
+interface WalletState {
+  grant: bigint;
+  version: number;
+  margin: boolean;
   reserved: bigint;
   inflight: number;
+  /** Requests in admit() for this wallet, not yet admitted or refused. */
+  waiting: number;
+  asking: Promise<GrantAnswer> | null;
   waiters: Array<() => void>;
+  idle: ReturnType<typeof setTimeout> | null;
 }
 
 export interface Ticket {
-  /** Ends the reservation; `costMicros` becomes a queued debit until the usage writer commits it. */
-  settle(costMicros: bigint): void;
+  /** Ends the request's hold, after its usage committed (or could not be written). */
+  release(): void;
 }
 
-const SWEEP_ABOVE = 50_000;
+export interface AdmissionOptions {
+  holder: string;
+  grantTtlMs: number;
+  /** How long a request at the margin waits for this wallet's other requests to settle. */
+  waitMs: number;
+}
 
-export function createAdmission(source: BalanceSource, log: Logger, waitMs: number) {
-  const users = new Map<string, UserState>();
+/** Headroom asked with a grant, in requests like the one asking: fewer round trips, less left to others. */
+const HEADROOM_REQUESTS = 64n;
+const IDLE_GIVE_BACK_MS = 1_000;
+/** While waiting at the margin, how often the database is asked again (other processes give back). */
+const MARGIN_POLL_MS = 100;
 
-  const stateOf = (userId: string): UserState => {
-    let s = users.get(userId);
+export function createAdmission(
+  grants: GrantSource,
+  onBalanceChange: (listener: (userId: string) => void, resync: () => void) => Promise<void>,
+  log: Logger,
+  opts: AdmissionOptions,
+) {
+  const wallets = new Map<string, WalletState>();
+  const { holder, grantTtlMs } = opts;
+  /** Local grants are used only until this time (ms): a renewal sent at t keeps them until t + ttl − slack. */
+  let usableUntil = 0;
+  const slack = Math.min(2_000, grantTtlMs / 4);
+
+  const stateOf = (userId: string): WalletState => {
+    let s = wallets.get(userId);
     if (!s) {
-      if (users.size > SWEEP_ABOVE) sweep();
-      s = { balance: null, gen: 0, loading: null, changed: false, pending: 0n, reserved: 0n, inflight: 0, waiters: [] };
-      users.set(userId, s);
+      s = { grant: 0n, version: 0, margin: false, reserved: 0n, inflight: 0, waiting: 0, asking: null, waiters: [], idle: null };
+      wallets.set(userId, s);
     }
     return s;
   };
 
-  function sweep() {
-    for (const [id, s] of users) if (s.inflight === 0 && s.pending === 0n && !s.loading) users.delete(id);
+  function learn(s: WalletState, g: Grant) {
+    if (g.version < s.version) return;
+    s.version = g.version;
+    s.grant = g.amountMicros;
+    s.margin = g.margin;
   }
 
-  function load(userId: string, s: UserState): Promise<void> {
-    const gen = s.gen;
-    const p = source
-      .getBalanceMicros(userId)
-      .then((b) => {
-        if (s.gen === gen) {
-          s.balance = b;
-          wake(s);
-        }
-      })
-      .catch((err) => log.error({ err, user_id: userId }, 'balance load failed'))
-      .finally(() => {
-        if (s.loading === p) s.loading = null;
-      });
-    s.loading = p;
-    return p;
-  }
-
-  function wake(s: UserState) {
+  function wake(s: WalletState) {
     const w = s.waiters;
     s.waiters = [];
     for (const fn of w) fn();
   }
 
-  function reloadAfterChange(userId: string, s: UserState) {
-    s.changed = true;
-    s.gen++;
-    void load(userId, s);
-  }
-
-  const ready = source.onBalanceChange(
-    (userId) => {
-      const s = users.get(userId);
-      if (s) reloadAfterChange(userId, s);
-    },
-    // The notification connection came back: any cached balance may have missed a change.
-    () => {
-      for (const [userId, s] of users) reloadAfterChange(userId, s);
-    },
-  );
-
-  async function balanceOf(userId: string, s: UserState): Promise<bigint> {
-    while (s.balance === null) {
-      await (s.loading ?? load(userId, s));
-      if (s.balance === null && !s.loading) throw new AppError('unavailable', 'balance unavailable');
+  /** One question per wallet at a time: callers check `s.asking` first and use its answer. */
+  async function ask(userId: string, s: WalletState, estimate: bigint, margin: boolean): Promise<GrantAnswer> {
+    const sentAt = Date.now();
+    // Asks for every request waiting on this wallet at once (a burst then needs one round trip, not one per 64).
+    const waiting = BigInt(Math.max(1, s.waiting));
+    const p = grants.request({ userId, holder, needMicros: s.reserved + estimate * waiting, extraMicros: estimate * HEADROOM_REQUESTS, margin, ttlMs: grantTtlMs });
+    s.asking = p;
+    try {
+      const answer = await p;
+      learn(s, answer);
+      usableUntil = Math.max(usableUntil, sentAt + grantTtlMs - slack);
+      return answer;
+    } finally {
+      s.asking = null;
     }
-    return s.balance;
   }
 
-  async function admit(userId: string, estimateMicros: bigint, signal?: AbortSignal): Promise<Ticket> {
+  const covered = (s: WalletState, estimate: bigint) => Date.now() < usableUntil && s.grant - s.reserved >= estimate;
+
+  async function admit(userId: string, estimate: bigint, signal?: AbortSignal): Promise<Ticket> {
     const s = stateOf(userId);
-    const deadline = Date.now() + waitMs;
+    if (s.idle) clearTimeout(s.idle);
+    s.idle = null;
+    s.waiting++;
+    try {
+      return await admitWaiting(userId, s, estimate, signal);
+    } finally {
+      s.waiting--;
+    }
+  }
+
+  async function admitWaiting(userId: string, s: WalletState, estimate: bigint, signal?: AbortSignal): Promise<Ticket> {
+    const deadline = Date.now() + opts.waitMs;
     for (;;) {
-      const available = (await balanceOf(userId, s)) - s.pending - s.reserved;
-      const covered = available - estimateMicros > 0n;
-      if (covered || (s.inflight === 0 && available > 0n)) return take(s, estimateMicros);
-      if (s.inflight === 0) throw new AppError('payment_required', 'insufficient balance');
+      if (covered(s, estimate)) return take(userId, s, estimate, false);
+      let answer: GrantAnswer;
+      try {
+        if (s.asking) {
+          // Another request of this wallet is asking (a burst asks once for all): use its answer;
+          // when it does not cover this request, wait like a request at the margin.
+          answer = await s.asking;
+          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+        } else {
+          answer = await ask(userId, s, estimate, false);
+          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+          if (s.inflight === 0 && !s.margin && !s.asking) {
+            answer = await ask(userId, s, estimate, true);
+            if (s.margin && s.grant > 0n && Date.now() < usableUntil) return take(userId, s, estimate, true);
+            if (s.margin) releaseMargin(userId, s);
+          }
+        }
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        if (Date.now() >= deadline) throw new AppError('unavailable', 'the balance cannot be checked right now');
+        log.warn({ err, user_id: userId }, 'wallet grant request failed; retrying');
+      }
       const left = deadline - Date.now();
       if (left <= 0 || signal?.aborted) throw new AppError('payment_required', 'insufficient balance: the rest is reserved by requests in flight');
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
+        const timer = setTimeout(resolve, Math.min(left, MARGIN_POLL_MS));
         s.waiters.push(() => {
           clearTimeout(timer);
           resolve();
@@ -129,45 +164,87 @@ export function createAdmission(source: BalanceSource, log: Logger, waitMs: numb
     }
   }
 
-  function take(s: UserState, estimate: bigint): Ticket {
+  function releaseMargin(userId: string, s: WalletState) {
+    s.margin = false;
+    grants
+      .endMargin(userId, holder)
+      .then((g) => g && learn(s, g))
+      .catch((err) => log.warn({ err, user_id: userId }, 'could not give the margin back; it expires with the grant'));
+  }
+
+  function take(userId: string, s: WalletState, estimate: bigint, margin: boolean): Ticket {
     s.inflight++;
     s.reserved += estimate;
-    let settled = false;
+    let released = false;
     return {
-      settle(cost) {
-        if (settled) return;
-        settled = true;
+      release() {
+        if (released) return;
+        released = true;
         s.inflight--;
         s.reserved -= estimate;
-        s.pending += cost;
+        if (margin) releaseMargin(userId, s);
+        if (s.inflight === 0) s.idle = setTimeout(() => giveBack(userId, s), IDLE_GIVE_BACK_MS).unref();
         wake(s);
       },
     };
   }
 
+  function giveBack(userId: string, s: WalletState) {
+    s.idle = null;
+    if (s.inflight > 0 || s.waiting > 0 || s.margin || s.asking) return;
+    const version = s.version;
+    wallets.delete(userId);
+    grants.giveBack(userId, holder, version).catch((err) => log.warn({ err, user_id: userId }, 'could not give an idle grant back; it expires'));
+  }
+
+  const renewer = setInterval(() => {
+    if (!wallets.size) return;
+    const sentAt = Date.now();
+    grants
+      .renewAll(holder, grantTtlMs)
+      .then(() => {
+        usableUntil = Math.max(usableUntil, sentAt + grantTtlMs - slack);
+      })
+      .catch((err) => log.warn({ err }, 'wallet grants not renewed'));
+  }, grantTtlMs / 3);
+  renewer.unref();
+
+  // Nothing is cached from these notifications (a request not covered by its grant asks the
+  // database, which sees every top-up at once); they only let a request waiting at the margin ask
+  // again now rather than at its next poll.
+  const ready = onBalanceChange(
+    (userId) => {
+      const s = wallets.get(userId);
+      if (s) wake(s);
+    },
+    () => {
+      for (const s of wallets.values()) wake(s);
+    },
+  );
+
   return {
-    /** Resolves once the cross-process invalidation is listening. */
+    /** Resolves once balance changes are listened to. */
     ready,
     admit,
-    /** The usage writer committed these debits; `balances` holds each user's balance after its last one. */
-    committed(debits: Map<string, bigint>, balances: Map<string, bigint>) {
-      for (const [userId, cost] of debits) {
-        const s = users.get(userId);
-        if (!s) continue;
-        s.pending -= cost;
-        const b = balances.get(userId);
-        if (b !== undefined) {
-          // Ordering, not timing: a commit's balance may predate a change announced before it
-          // arrived (a top-up). Then, or when a reload is in flight (this commit discards it), one
-          // more reload starts now, after that change committed, and sees it.
-          const reloadAfter = s.changed || s.loading !== null;
-          s.changed = false;
-          s.gen++;
-          s.balance = b;
-          if (reloadAfter) void load(userId, s);
-        }
-        wake(s);
+    /** The usage writer committed debits that lowered these grants of ours. */
+    committed(changed: Map<string, Grant>) {
+      for (const [userId, g] of changed) {
+        const s = wallets.get(userId);
+        if (s) learn(s, g);
       }
+    },
+    /** Gives every grant back (graceful stop, after the usage writer drained). */
+    async close() {
+      clearInterval(renewer);
+      for (const s of wallets.values()) if (s.idle) clearTimeout(s.idle);
+      wallets.clear();
+      // Bounded: with the database away the grants simply expire.
+      let timer: Timer | undefined;
+      const giveUp = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1_000);
+      });
+      await Promise.race([grants.releaseAll(holder).catch((err) => log.warn({ err }, 'wallet grants not given back; they expire')), giveUp]);
+      clearTimeout(timer);
     },
   };
 }

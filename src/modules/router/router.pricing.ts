@@ -1,5 +1,5 @@
 /**
- * What a request costs. Per DECISIONS §8: (prompt + completion tokens) × the per-million price
+ * What a request costs: (prompt + completion tokens) × the per-million price
  * / 10^6, rounded half up to a micro-unit, or the per-request price. USD for reports: the same on
  * the international site, × USD_PER_CNY (rounded half up) on the China site.
  */
@@ -23,15 +23,49 @@ export function usdConverter(site: 'intl' | 'cn', usdPerCny: number): (micros: b
   return (m) => (m * rate + HALF) / MILLION;
 }
 
-/** Completion tokens reserved for a request that sets no max_tokens (see docs/gateway.md). */
-export const DEFAULT_COMPLETION_RESERVE = 4096;
+export interface EstimateSettings {
+  /** Prompt tokens counted for each image part (IMAGE_TOKENS). */
+  imageTokens: number;
+  /** Completion tokens counted when the request sets no max_tokens (ADMISSION_DEFAULT_MAX_TOKENS). */
+  defaultMaxTokens: number;
+}
+
+/** Tokens a chat template may add around the messages (role headers, a default system line). */
+const TEMPLATE_TOKENS = 64;
+
+const isImagePart = (part: unknown): part is object => {
+  const p = part as { type?: unknown; image_url?: unknown } | null;
+  return !!p && typeof p === 'object' && (p.type === 'image_url' || p.type === 'input_image' || p.image_url !== undefined);
+};
 
 /**
- * An upper estimate of a request's cost for admission: prompt tokens bounded by the body's byte
- * length (a BPE token is at least one byte), completion by max_completion_tokens / max_tokens.
+ * An upper bound of the prompt's tokens from the whole body: every byte of it except the image
+ * parts (a text token stands for at least one byte, and the JSON around messages, tools and
+ * templates outweighs what a chat template adds), plus TEMPLATE_TOKENS, plus imageTokens per
+ * image part (an image costs what the model's vision encoder makes of it, not its URL's bytes).
  */
-export function estimateCost(price: Price, bodyBytes: number, body: Record<string, unknown>): bigint {
+export function promptTokenBound(body: Record<string, unknown>, bodyBytes: number, imageTokens: number): number {
+  let imageBytes = 0;
+  let images = 0;
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  for (const m of messages) {
+    const content = (m as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content)
+      if (isImagePart(part)) {
+        images++;
+        imageBytes += JSON.stringify(part).length;
+      }
+  }
+  return Math.max(0, bodyBytes - imageBytes) + TEMPLATE_TOKENS + images * imageTokens;
+}
+
+/**
+ * An upper bound of a request's cost for admission: the prompt bound above, and completion
+ * tokens bounded by max_completion_tokens / max_tokens or the configured default.
+ */
+export function estimateCost(price: Price, bodyBytes: number, body: Record<string, unknown>, settings: EstimateSettings): bigint {
   if (price.unit === 'per_request') return price.priceMicros;
   const max = [body.max_completion_tokens, body.max_tokens].find((v) => typeof v === 'number' && Number.isInteger(v) && v > 0) as number | undefined;
-  return costOf(price, bodyBytes, max ?? DEFAULT_COMPLETION_RESERVE);
+  return costOf(price, promptTokenBound(body, bodyBytes, settings.imageTokens), max ?? settings.defaultMaxTokens);
 }

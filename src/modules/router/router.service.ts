@@ -1,25 +1,40 @@
 /**
  * The router: resolves what the caller asked for (a model slug or a route name) to candidate
- * (model, backend) pairs, admits the request against the wallet, tries the candidates in order
- * until one produces output (failover before the first byte), meters the result and queues the
- * usage row with its wallet debit. The gateway and the agents module both call it.
+ * (model, backend) pairs, and takes every request down one path:
+ *
+ *   admit (an upper bound of the cost held against the wallet)
+ *   → call (the candidates in order until one produces output: failover before the first byte)
+ *   → meter (what was used, router.meter.ts)
+ *   → commit (the usage row and its debit, durable before the answer ends; then the hold ends).
+ *
+ * The gateway and the agents module call it; other entry points use `metering` for the same path.
  */
+import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../platform/context';
+import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
-import { type Backend, type BackendOptions, createBackendSet } from './router.backends';
+import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
-import { type Price, costOf, estimateCost, usdConverter } from './router.pricing';
-import { countCompletionTokens, countPromptTokens, countText, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, type Upstream, attemptController, completeOnce, openStreamOnce } from './router.upstream';
+import { type BackendLease, leaseBackend } from './router.lease';
+import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
+import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
+import { countPromptTokens, countText, loadTokenizer } from './router.tokens';
+import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
   billing: UsageDebitor & {
-    getBalanceMicros(userId: string): Promise<bigint>;
+    grants: {
+      request(req: GrantRequest): Promise<GrantAnswer>;
+      endMargin(userId: string, holder: string): Promise<Grant | null>;
+      giveBack(userId: string, holder: string, version: number): Promise<void>;
+      renewAll(holder: string, ttlMs: number): Promise<void>;
+      releaseAll(holder: string): Promise<void>;
+    };
     onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
   };
 }
@@ -35,7 +50,7 @@ export interface ChatRequest {
   body: Record<string, unknown>;
   /** Aborts the upstream request (the client went away). */
   signal?: AbortSignal;
-  /** Size of the request as received, for the admission estimate; defaults to the JSON length. */
+  /** Size of the request as received, for the admission's upper bound; defaults to the JSON length. */
   bodyBytes?: number;
   requestId?: string;
 }
@@ -60,44 +75,33 @@ interface Plan {
   estimateMicros: bigint;
 }
 
-interface Served {
-  candidate: Candidate;
-  backend: Backend;
-  control: AttemptControl;
+/** A request past admission: its plan, its hold on the wallet (none for anonymous calls), its start. */
+export interface Admitted {
+  req: ChatRequest;
+  plan: Plan;
+  ticket: Ticket | null;
+  started: number;
 }
 
-interface UsageCounts {
-  prompt: number;
-  completion: number;
-  counted: boolean;
+/** The candidate that answered and the lease on its backend. */
+export interface Served {
+  candidate: Candidate;
+  lease: BackendLease;
+}
+
+/** What commit() records for a request. */
+export interface Metered {
+  model: string;
+  backend: string | null;
+  counts: UsageCounts;
+  costMicros: bigint;
+  status: number;
+  streamed: boolean;
+  aborted: boolean;
 }
 
 const CLIENT_CLOSED = 499;
-
-function validUsage(u: unknown): u is { prompt_tokens: number; completion_tokens: number } {
-  const x = u as { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
-  return !!x && Number.isInteger(x.prompt_tokens) && Number.isInteger(x.completion_tokens) && (x.prompt_tokens as number) >= 0 && (x.completion_tokens as number) >= 0;
-}
-
-/** Text and tool-call text of a completion message or a chunk's deltas. */
-function outputText(parts: Array<{ content?: unknown; tool_calls?: unknown } | undefined>): { text: string; tools: string } {
-  let text = '';
-  let tools = '';
-  for (const p of parts) {
-    if (!p) continue;
-    if (typeof p.content === 'string') text += p.content;
-    if (Array.isArray(p.tool_calls))
-      for (const c of p.tool_calls as Array<{ function?: { name?: unknown; arguments?: unknown } }>) {
-        if (typeof c.function?.name === 'string') tools += c.function.name;
-        if (typeof c.function?.arguments === 'string') tools += c.function.arguments;
-      }
-  }
-  return { text, tools };
-}
-
-function deltasOf(chunk: Chunk) {
-  return ((chunk.choices as Array<{ delta?: { content?: unknown; tool_calls?: unknown } }>) ?? []).map((c) => c.delta);
-}
+const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, counted: false };
 
 export function validateChatBody(body: unknown): asserts body is Record<string, unknown> {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid', 'the request body must be a JSON object');
@@ -109,12 +113,19 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const settings = ctx.config.router;
+  const estimates: EstimateSettings = { imageTokens: ctx.config.imageTokens, defaultMaxTokens: ctx.config.admissionDefaultMaxTokens };
   const backends = createBackendSet(settings, ctx.log);
   for (const [slug, configured] of Object.entries(ctx.config.modelBackends))
     for (const { url, apiKey } of configured) backends.register(slug, url, { source: 'env', apiKey });
   const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
-  const admission = createAdmission(deps.billing, ctx.log, settings.admissionWaitMs);
-  const usage = createUsageWriter(ctx, deps.billing, admission.committed);
+  // This process's name in the wallet grants table.
+  const holder = newId('proc');
+  const admission = createAdmission(deps.billing.grants, deps.billing.onBalanceChange, ctx.log, {
+    holder,
+    grantTtlMs: ctx.config.walletGrantTtlMs,
+    waitMs: settings.admissionWaitMs,
+  });
+  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, { synchronousCommit: ctx.config.usageSynchronousCommit });
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
@@ -123,8 +134,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   ctx.onShutdown(async () => {
     clearTimeout(preload);
     stopProbing();
-    await usage.close();
+    await usage.close(DRAIN_DEADLINE_MS);
+    await admission.close();
   });
+
+  const estimate = (c: Candidate, body: Record<string, unknown>, bodyBytes: number) => estimateCost(c.price, bodyBytes, body, estimates);
 
   function plan(body: Record<string, unknown>, bodyBytes: number): Plan {
     const asked = body.model as string;
@@ -140,7 +154,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       candidates = pricedModels.filter((c) => backends.has(c.slug));
       if (!candidates.length) throw new AppError('unavailable', `no backend serves route "${asked}"`);
       if (route.strategy === 'cheapest') {
-        const est = new Map(candidates.map((c) => [c.slug, estimateCost(c.price, bodyBytes, body)]));
+        const est = new Map(candidates.map((c) => [c.slug, estimate(c, body, bodyBytes)]));
         candidates.sort((a, b) => (est.get(a.slug)! < est.get(b.slug)! ? -1 : est.get(a.slug)! > est.get(b.slug)! ? 1 : 0));
       } else if (route.strategy === 'least-loaded') {
         candidates.sort((a, b) => backends.load(a.slug) - backends.load(b.slug));
@@ -153,27 +167,52 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     }
     let estimateMicros = 0n;
     for (const c of candidates) {
-      const e = estimateCost(c.price, bodyBytes, body);
+      const e = estimate(c, body, bodyBytes);
       if (e > estimateMicros) estimateMicros = e;
     }
     return { entrypoint: asked, candidates, estimateMicros };
   }
 
-  /** Tries each candidate model's backends in order; on success the backend stays counted in flight until release(). */
-  async function failover<T>(p: Plan, signal: AbortSignal | undefined, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
+  const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
+
+  /** Admit: validation, routing plan and the wallet hold; latency is measured from here. */
+  async function admit(req: ChatRequest): Promise<Admitted> {
+    const started = performance.now();
+    validateChatBody(req.body);
+    const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length);
+    const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
+    return { req, plan: p, ticket, started };
+  }
+
+  /**
+   * Call: tries each candidate model's backends in order; the backend that answers stays leased
+   * until the caller releases it. When none answers, the failure is committed (a usage row that
+   * costs nothing) and thrown.
+   */
+  async function call<T>(a: Admitted, streamed: boolean, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
+    try {
+      return await failover(a, attempt);
+    } catch (err) {
+      const aborted = a.req.signal?.aborted === true;
+      const status = aborted ? CLIENT_CLOSED : statusOf(err);
+      // The failure is what the caller hears, whatever became of its (costless) usage row.
+      await commit(a, { model: a.plan.candidates[0]!.slug, backend: null, counts: NOTHING_USED, costMicros: 0n, status, streamed, aborted }).catch(() => {});
+      throw err;
+    }
+  }
+
+  async function failover<T>(a: Admitted, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     let last: AttemptError | null = null;
     let answered = false;
-    for (const candidate of p.candidates) {
+    for (const candidate of a.plan.candidates) {
       for (const backend of backends.candidates(candidate.slug)) {
-        const control = attemptController(signal);
-        backend.inflight++;
+        const lease = leaseBackend(backend, a.req.signal);
         try {
-          const result = await attempt(backend, candidate.slug, control);
+          const result = await attempt(backend, candidate.slug, lease.control);
           backends.markOk(backend);
-          return { served: { candidate, backend, control }, result };
+          return { served: { candidate, lease }, result };
         } catch (err) {
-          backend.inflight--;
-          control.dispose();
+          lease.release();
           const e = err instanceof AttemptError ? err : new AttemptError('upstream', String(err));
           if (e.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
           if (e.reason === 'invalid') throw new AppError('invalid', `upstream refused the request: ${e.message}`);
@@ -187,9 +226,37 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     throw new AppError('unavailable', `no upstream available: ${last?.message ?? 'no backend'}`);
   }
 
-  function release(s: Served) {
-    s.backend.inflight--;
-    s.control.dispose();
+  /**
+   * Commit: writes the usage row and its debit (group commit) and only then ends the wallet hold.
+   * A row that could not be written throws: an answer is never given without its bill.
+   */
+  async function commit(a: Admitted, m: Metered): Promise<void> {
+    const record: UsageRecord = {
+      id: newId('use'),
+      createdAt: ctx.clock.now(),
+      userId: a.req.caller?.userId ?? null,
+      keyId: a.req.caller?.keyId ?? null,
+      entrypoint: a.plan.entrypoint,
+      model: m.model,
+      backend: m.backend,
+      promptTokens: m.counts.prompt,
+      completionTokens: m.counts.completion,
+      costMicros: m.costMicros,
+      costUsdMicros: toUsd(m.costMicros),
+      tokensCounted: m.counts.counted,
+      latencyMs: Math.round(performance.now() - a.started),
+      status: m.status,
+      streamed: m.streamed,
+      aborted: m.aborted,
+      requestId: a.req.requestId ?? null,
+    };
+    let outcome: Awaited<ReturnType<typeof usage.record>>;
+    try {
+      outcome = await usage.record(record);
+    } finally {
+      a.ticket?.release();
+    }
+    if (outcome !== 'written') throw new AppError('unavailable', 'the usage of this request could not be recorded, so it is not answered (nothing was billed)');
   }
 
   function payloadFor(body: Record<string, unknown>, slug: string, stream: boolean): string {
@@ -199,183 +266,83 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     return JSON.stringify({ ...body, model: slug, stream: true, stream_options: { ...options, include_usage: true } });
   }
 
-  /** Ends a request's accounting: the reservation becomes a queued debit and the usage row is queued. */
-  async function meter(
-    req: ChatRequest,
-    ticket: Ticket | null,
-    row: { entrypoint: string; model: string; backend: string | null; counts: UsageCounts; costMicros: bigint; status: number; streamed: boolean; aborted: boolean; started: number },
-  ) {
-    const { costMicros } = row;
-    ticket?.settle(costMicros);
-    const record: UsageRecord = {
-      id: newId('use'),
-      createdAt: ctx.clock.now(),
-      userId: req.caller?.userId ?? null,
-      keyId: req.caller?.keyId ?? null,
-      entrypoint: row.entrypoint,
-      model: row.model,
-      backend: row.backend,
-      promptTokens: row.counts.prompt,
-      completionTokens: row.counts.completion,
-      costMicros,
-      costUsdMicros: toUsd(costMicros),
-      tokensCounted: row.counts.counted,
-      latencyMs: Math.round(performance.now() - row.started),
-      status: row.status,
-      streamed: row.streamed,
-      aborted: row.aborted,
-      requestId: req.requestId ?? null,
-    };
-    await usage.enqueue(record);
-  }
-
-  const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
-
-  /** Validation, routing plan and wallet admission; latency is measured from here. */
-  async function begin(req: ChatRequest) {
-    const started = performance.now();
-    validateChatBody(req.body);
-    const bodyBytes = req.bodyBytes ?? JSON.stringify(req.body).length;
-    const p = plan(req.body, bodyBytes);
-    const ticket = req.caller ? await admission.admit(req.caller.userId, p.estimateMicros, req.signal) : null;
-    return { p, ticket, started };
-  }
-
-  async function failed(req: ChatRequest, ticket: Ticket | null, p: Plan, started: number, streamed: boolean, err: unknown): Promise<never> {
-    const aborted = req.signal?.aborted === true;
-    await meter(req, ticket, {
-      entrypoint: p.entrypoint,
-      model: p.candidates[0]!.slug,
-      backend: null,
-      counts: { prompt: 0, completion: 0, counted: false },
-      costMicros: 0n,
-      status: aborted ? CLIENT_CLOSED : statusOf(err),
-      streamed,
-      aborted,
-      started,
-    });
-    throw err;
-  }
-
   async function completeChat(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
-    const { p, ticket, started } = await begin(req);
-    let served: Served;
-    let response: Chunk;
-    try {
-      ({ served, result: response } = await failover(p, req.signal, (upstream, slug, control) => completeOnce(upstream, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs)));
-    } catch (err) {
-      return failed(req, ticket, p, started, false, err);
-    }
-    release(served);
-    let counts: UsageCounts;
-    if (validUsage(response.usage)) counts = { prompt: response.usage.prompt_tokens, completion: response.usage.completion_tokens, counted: false };
-    else {
-      const out = outputText(((response.choices as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>) ?? []).map((c) => c.message));
-      counts = { prompt: await countPromptTokens(req.body), completion: await countCompletionTokens(out.text, out.tools), counted: true };
-    }
+    const a = await admit(req);
+    const { served, result: response } = await call(a, false, (upstream, slug, control) => completeOnce(upstream, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs));
+    served.lease.release();
+    const counts = await completionCounts(req.body, response);
     const costMicros = costOf(served.candidate.price, counts.prompt, counts.completion);
-    const base = validUsage(response.usage) ? (response.usage as Record<string, unknown>) : { prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion };
+    const base = counts.counted ? { prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion } : (response.usage as Record<string, unknown>);
     response.usage = { ...base, cost: toMajor(costMicros) };
-    await meter(req, ticket, { entrypoint: p.entrypoint, model: served.candidate.slug, backend: served.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false, started });
+    await commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false });
     return { response, costMicros };
   }
 
-  /** Opens a stream: failover and admission happen here, so an error is thrown before any chunk. */
+  /** Opens a stream: admission and failover happen here, so an error is thrown before any chunk. */
   async function openStream(req: ChatRequest): Promise<ChatStream> {
-    const { p, ticket, started } = await begin(req);
-    let served: Served;
-    let opened: Awaited<ReturnType<typeof openStreamOnce>>;
-    try {
-      ({ served, result: opened } = await failover(p, req.signal, (url, slug, control) =>
-        openStreamOnce(url, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
-      ));
-    } catch (err) {
-      return failed(req, ticket, p, started, true, err);
-    }
-    const { candidate, backend, control } = served;
+    const a = await admit(req);
+    const { served, result: opened } = await call(a, true, (upstream, slug, control) =>
+      openStreamOnce(upstream, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
+    );
+    const { candidate, lease } = served;
     const promptCount = await countPromptTokens(req.body);
     const firstOut = outputText(opened.head.flatMap(deltasOf));
     const headerCostMicros = costOf(candidate.price, promptCount, (await countText(firstOut.text)) + (await countText(firstOut.tools)));
+    const meter = createStreamMeter(opened.head, promptCount);
 
-    let finished = false;
-    async function finish(outcome: 'done' | 'client' | 'upstream', upstreamUsage: unknown, text: string, tools: string): Promise<{ counts: UsageCounts; cost: bigint }> {
-      finished = true;
-      release(served);
-      let counts: UsageCounts;
-      if (outcome === 'done' && validUsage(upstreamUsage)) counts = { prompt: upstreamUsage.prompt_tokens, completion: upstreamUsage.completion_tokens, counted: false };
-      else {
-        const reportedPrompt = validUsage(upstreamUsage) ? upstreamUsage.prompt_tokens : null;
-        counts = { prompt: reportedPrompt ?? promptCount, completion: await countCompletionTokens(text, tools), counted: true };
-      }
-      // Billed for what was delivered: nothing when no token reached the client.
-      const delivered = text !== '' || tools !== '' || outcome === 'done';
-      const cost = delivered ? costOf(candidate.price, counts.prompt, counts.completion) : 0n;
-      const status = outcome === 'done' ? 200 : outcome === 'client' ? CLIENT_CLOSED : 502;
-      await meter(req, ticket, { entrypoint: p.entrypoint, model: candidate.slug, backend: backend.url, counts, costMicros: cost, status, streamed: true, aborted: outcome !== 'done', started });
-      return { counts, cost };
-    }
+    /** Ends the stream's accounting once, whichever way it ended; resolves after the commit. */
+    let ending: Promise<{ counts: UsageCounts; cost: bigint }> | null = null;
+    const end = (outcome: StreamOutcome) =>
+      (ending ??= (async () => {
+        lease.release();
+        const counts = await meter.counts(outcome);
+        const cost = meter.billable(outcome) ? costOf(candidate.price, counts.prompt, counts.completion) : 0n;
+        const status = outcome === 'done' ? 200 : outcome === 'client' ? CLIENT_CLOSED : 502;
+        await commit(a, { model: candidate.slug, backend: lease.backend.url, counts, costMicros: cost, status, streamed: true, aborted: outcome !== 'done' });
+        return { counts, cost };
+      })());
 
     async function* chunks(): AsyncGenerator<Chunk> {
-      let text = '';
-      let tools = '';
-      let upstreamUsage: unknown = null;
-      let usageChunk: Chunk | null = null;
-      let template: Chunk = opened.head[0]!;
-      // Holds back the upstream's usage-only chunk: the client gets it last, with the cost added.
-      const take = (chunk: Chunk): Chunk | null => {
-        template = chunk;
-        if (chunk.usage) upstreamUsage = chunk.usage;
-        const choices = chunk.choices;
-        if (chunk.usage && (!Array.isArray(choices) || choices.length === 0)) {
-          usageChunk = chunk;
-          return null;
-        }
-        const out = outputText(deltasOf(chunk));
-        text += out.text;
-        tools += out.tools;
-        return chunk;
-      };
-      let outcome: 'done' | 'client' | 'upstream' = 'done';
+      let outcome: StreamOutcome = 'done';
       let ended = false;
       try {
         for (const c of opened.head) {
-          const out = take(c);
+          const out = meter.take(c);
           if (out) yield out;
         }
         for (;;) {
           const { value, done } = await opened.rest.next();
           if (done) break;
-          const out = take(value);
+          const out = meter.take(value);
           if (out) yield out;
         }
         ended = true;
       } catch (err) {
         ended = true;
-        const reason = control.signal.reason;
-        outcome = control.signal.aborted && reason instanceof AttemptError && reason.reason === 'aborted' ? 'client' : 'upstream';
+        outcome = lease.clientGone ? 'client' : 'upstream';
         if (outcome === 'upstream') {
-          ctx.log.warn({ msg: 'upstream stream broke', model: candidate.slug, backend: backend.url, error: (err as Error).message });
-          backends.markFailed(backend, (err as Error).message);
+          ctx.log.warn({ msg: 'upstream stream broke', model: candidate.slug, backend: lease.backend.url, error: (err as Error).message });
+          backends.markFailed(lease.backend, (err as Error).message);
         }
       } finally {
         // Not ended: the consumer stopped iterating (return()), i.e. the client went away.
         if (!ended || outcome === 'client') {
-          control.abort(new AttemptError('aborted', 'client went away'));
-          await finish('client', upstreamUsage, text, tools);
+          lease.abort();
+          // Nobody is left to hear a failure to record it; the writer has logged it.
+          await end('client').catch(() => {});
         }
       }
-      if (finished) return;
-      const { counts, cost } = await finish(outcome, upstreamUsage, text, tools);
-      const base = usageChunk ?? { id: template.id, object: 'chat.completion.chunk', created: template.created, model: template.model ?? candidate.slug, choices: [] };
-      const reported = outcome === 'done' && validUsage(upstreamUsage) ? (upstreamUsage as Record<string, unknown>) : {};
-      yield { ...base, usage: { ...reported, prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion, cost: toMajor(cost) } };
+      if (outcome === 'client') return;
+      // The usage commits before the final usage chunk (and so before [DONE]) is handed out.
+      const { counts, cost } = await end(outcome);
+      yield meter.finalChunk(outcome, counts, cost, candidate.slug);
     }
 
     const iterator = chunks();
     return {
       model: candidate.slug,
       headerCostMicros,
-      abort: () => control.abort(new AttemptError('aborted', 'client went away')),
+      abort: () => lease.abort(),
       [Symbol.asyncIterator]: () => iterator,
     };
   }
@@ -412,9 +379,18 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     },
     /** Probes every backend now (tests; the periodic probe runs on its own). */
     probeBackends: backends.probeAll,
-    /** Resolves when every usage row queued so far is committed (tests, reports that must see the latest). */
+    /** Resolves when every usage row handed to the writer so far has its outcome (tests). */
     flushUsage: () => usage.flush(),
-    /** Resolves once cross-process balance invalidation listens and the admin-managed backends are loaded and followed. */
+    /** Usage rows waiting for a batch, and rows set aside since start (for metrics). */
+    usageStats: () => ({ queued: usage.queued, setAside: usage.setAside }),
+    /**
+     * The path every entry point takes, for endpoints beyond chat completions: admit(req) holds the
+     * cost's upper bound; call(admitted, streamed, attempt) leases the backend that answers;
+     * commit(admitted, metered) writes the usage and its debit before the answer may end (and ends
+     * the hold). Release the lease (served.lease.release()) when the upstream is done.
+     */
+    metering: { admit, call, commit, priceOf: (slug: string) => deps.pricing.priceOf(slug) },
+    /** Resolves once balance changes are listened to and the admin-managed backends are loaded and followed. */
     ready: () => Promise.all([admission.ready, adminBackends.load()]).then(() => {}),
   };
 }

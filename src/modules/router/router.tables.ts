@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** One row per routed request (gateway or agent), written with its wallet debit in one transaction. */
 export const routerUsage = pgTable(
@@ -84,3 +84,15 @@ export const routerBackends = pgTable(
   },
   (t) => [uniqueIndex('router_backends_model_url_key').on(t.model, t.url)],
 );
+
+/**
+ * Usage rows the writer could not insert (a value the columns cannot hold, a refused debit), kept
+ * whole with the reason so an operator can bill them by hand; they never block the other rows.
+ */
+export const routerUsageSetAside = pgTable('router_usage_set_aside', {
+  id: text('id').primaryKey(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+  userId: text('user_id'),
+  row: jsonb('row').notNull(),
+  reason: text('reason').notNull(),
+});

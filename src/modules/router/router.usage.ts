@@ -1,15 +1,17 @@
 /**
- * The usage writer. Usage rows are queued in process and written in batches: one database
- * transaction per batch inserts the rows, upserts the hourly and daily rollups and records one `usage`
- * ledger entry per billed row through billing.debitUsageMany (one multi-row statement, idempotent on
- * `usage:<usage row id>`, each wallet updated once). A response never waits for the
- * database; a full queue (maxQueue rows) makes new requests wait for room (backpressure), and
- * close() — registered on ctx.onShutdown, after the listener stopped — drains everything.
- * Writes lock wallets and rollup rows in sorted order so replicas cannot deadlock each other.
+ * The usage writer: a request's usage row and its wallet debit commit before its answer ends.
+ * Rows go through platform/db's batch writer (group commit: the rows of the requests finishing
+ * together share one transaction, each request awaiting its batch). One transaction per batch
+ * inserts the rows (a replayed id inserts nothing), adds the rows it inserted into the hourly and
+ * daily rollups, records one `usage` ledger entry per billed row (idempotent on `usage:<row id>`)
+ * and lowers this process's wallet grants by what was spent. A row that cannot be written is kept
+ * in router_usage_set_aside with the reason, and the others are written. Writes lock wallets and
+ * rollup rows in sorted order so concurrent batches cannot deadlock each other.
  */
 import { sql } from 'drizzle-orm';
+import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
-import type { DbOrTx } from '../../platform/db';
+import { type DbOrTx, type RowOutcome, createBatchWriter } from '../../platform/db';
 
 export interface UsageRecord {
   id: string;
@@ -32,64 +34,67 @@ export interface UsageRecord {
 }
 
 export interface UsageDebitor {
-  debitUsageMany(on: DbOrTx, entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>): Promise<Map<string, bigint>>;
+  debitUsageBatch(
+    tx: DbOrTx,
+    entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>,
+    holder: string,
+  ): Promise<{ grants: Map<string, Grant>; committed: () => void }>;
 }
 
 export interface UsageWriterOptions {
-  maxQueue?: number;
-  batchSize?: number;
-  /** How long close() keeps retrying a failing database before logging what it could not write. */
-  closeDeadlineMs?: number;
+  /** false: commit without waiting for the WAL flush (USAGE_SYNCHRONOUS_COMMIT=off, docs/gateway.md). */
+  synchronousCommit: boolean;
 }
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
-/** Adds the batch (the `batch` CTE) into a rollup table, in key order. */
-function upsertRollup(table: string, bucket: 'hour' | 'day') {
+/** Adds the rows inserted now (the `inserted` CTE) into a rollup table, in key order. */
+function upsertRollup(table: string, bucket: 'hour' | 'day'): string {
   const add = (c: string) => `${c} = ${table}.${c} + excluded.${c}`;
-  return sql.raw(`
+  return `
     insert into ${table} (${bucket}, user_id, model, entrypoint, requests, tokens, cost_micros, cost_usd_micros)
     select ${bucket}, coalesce(user_id, ''), model, entrypoint, count(*), sum(prompt_tokens + completion_tokens), sum(cost_micros), sum(cost_usd_micros)
-    from batch
+    from inserted
     group by 1, 2, 3, 4
     order by 1, 2, 3, 4
     on conflict (${bucket}, user_id, model, entrypoint) do update set
-      ${['requests', 'tokens', 'cost_micros', 'cost_usd_micros'].map(add).join(', ')}`);
+      ${['requests', 'tokens', 'cost_micros', 'cost_usd_micros'].map(add).join(', ')}`;
 }
+
+/** A row as the insert statement's JSON reads it (and as a set-aside row keeps it). */
+const jsonOf = (r: UsageRecord) => ({
+  id: r.id,
+  created_at: r.createdAt.toISOString(),
+  hour: new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS).toISOString(),
+  day: new Date(Math.floor(r.createdAt.getTime() / DAY_MS) * DAY_MS).toISOString(),
+  user_id: r.userId,
+  key_id: r.keyId,
+  entrypoint: r.entrypoint,
+  model: r.model,
+  backend: r.backend,
+  prompt_tokens: r.promptTokens,
+  completion_tokens: r.completionTokens,
+  cost_micros: String(r.costMicros),
+  cost_usd_micros: String(r.costUsdMicros),
+  tokens_counted: r.tokensCounted,
+  latency_ms: r.latencyMs,
+  status: r.status,
+  streamed: r.streamed,
+  aborted: r.aborted,
+  request_id: r.requestId,
+});
 
 /**
  * The batch as one JSON parameter (cheap to build, unlike thousands of bound parameters), inserted
- * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement; rollup rows are
- * upserted in key order so concurrent writers lock them in the same order.
+ * into router_usage and aggregated into router_usage_hourly and router_usage_daily by one statement;
+ * only rows inserted now are added up (a replay adds nothing); rollup rows are upserted in key
+ * order so concurrent writers lock them in the same order.
  */
-function insertStatement(batch: UsageRecord[], currency: string) {
-  const rows = JSON.stringify(
-    batch.map((r) => ({
-      id: r.id,
-      created_at: r.createdAt.toISOString(),
-      hour: new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS).toISOString(),
-      day: new Date(Math.floor(r.createdAt.getTime() / DAY_MS) * DAY_MS).toISOString(),
-      user_id: r.userId,
-      key_id: r.keyId,
-      entrypoint: r.entrypoint,
-      model: r.model,
-      backend: r.backend,
-      prompt_tokens: r.promptTokens,
-      completion_tokens: r.completionTokens,
-      cost_micros: String(r.costMicros),
-      cost_usd_micros: String(r.costUsdMicros),
-      tokens_counted: r.tokensCounted,
-      latency_ms: r.latencyMs,
-      status: r.status,
-      streamed: r.streamed,
-      aborted: r.aborted,
-      request_id: r.requestId,
-    })),
-  );
-  return sql`
+/** $1: the batch as JSON, $2: the currency. */
+const INSERT_SQL = `
     with batch as (
-      select * from jsonb_to_recordset(${rows}::jsonb) as x(
+      select * from jsonb_to_recordset($1::jsonb) as x(
         id text, created_at timestamptz, hour timestamptz, day timestamptz, user_id text, key_id text, entrypoint text, model text,
         backend text, prompt_tokens integer, completion_tokens integer, cost_micros bigint, cost_usd_micros bigint,
         tokens_counted boolean, latency_ms integer, status integer, streamed boolean, aborted boolean, request_id text)
@@ -97,32 +102,27 @@ function insertStatement(batch: UsageRecord[], currency: string) {
       insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id)
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, ${currency}, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
+        cost_micros, $2, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
+      on conflict (id) do nothing
+      returning id
+    ), inserted as (
+      select batch.* from batch join usage_rows using (id)
     ), daily as (${upsertRollup('router_usage_daily', 'day')})
     ${upsertRollup('router_usage_hourly', 'hour')}`;
-}
 
 export function createUsageWriter(
   ctx: AppContext,
   billing: UsageDebitor,
-  onCommitted: (debits: Map<string, bigint>, balances: Map<string, bigint>) => void,
-  opts: UsageWriterOptions = {},
+  holder: string,
+  onCommitted: (grants: Map<string, Grant>) => void,
+  opts: UsageWriterOptions,
 ) {
-  const maxQueue = opts.maxQueue ?? 10_000;
-  const batchSize = opts.batchSize ?? 256;
-  const { db } = ctx.database;
+  const { database } = ctx;
   const currency = ctx.config.currency;
-  const queue: UsageRecord[] = [];
-  let roomWaiters: Array<() => void> = [];
-  let idleWaiters: Array<() => void> = [];
-  let running: Promise<void> | null = null;
-  let closing = false;
-  let closeDeadline = Number.POSITIVE_INFINITY;
 
-  async function writeBatch(batch: UsageRecord[]): Promise<Map<string, bigint>> {
-    return db.transaction(async (tx) => {
-      await ctx.database.query(insertStatement(batch, currency), tx);
+  async function write(batch: UsageRecord[]): Promise<void> {
+    const { grants, committed } = await database.db.transaction(async (tx) => {
       // One ledger entry per billed request, so a user can match each entry to its request.
       const debits = batch
         .filter((r) => r.userId && r.costMicros > 0n)
@@ -132,90 +132,39 @@ export function createUsageWriter(
           reference: `usage:${r.id}`,
           description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
         }));
-      return billing.debitUsageMany(tx, debits);
+      // Sent together in this order (one round trip), run by the server in this order: rollup rows,
+      // then wallet rows, then grant rows are locked in the same order by every writer, so
+      // concurrent batches and grant requests cannot deadlock.
+      const steps: Array<Promise<unknown>> = [];
+      if (!opts.synchronousCommit) steps.push(database.prepared('set local synchronous_commit = off', [], tx));
+      steps.push(database.prepared(INSERT_SQL, [JSON.stringify(batch.map(jsonOf)), currency], tx));
+      const debited = billing.debitUsageBatch(tx, debits, holder);
+      await Promise.all([...steps, debited]);
+      return debited;
     });
+    committed();
+    onCommitted(grants);
   }
 
-  function debitsOf(batch: UsageRecord[]): Map<string, bigint> {
-    const debits = new Map<string, bigint>();
-    for (const r of batch) if (r.userId) debits.set(r.userId, (debits.get(r.userId) ?? 0n) + r.costMicros);
-    return debits;
+  async function setAside(r: UsageRecord, reason: string): Promise<void> {
+    await database.query(
+      sql`insert into router_usage_set_aside (id, created_at, user_id, row, reason)
+          values (${r.id}, ${r.createdAt.toISOString()}::timestamptz, ${r.userId}, ${JSON.stringify(jsonOf(r))}::jsonb, ${reason})
+          on conflict (id) do nothing`,
+    );
   }
 
-  async function drain() {
-    let failures = 0;
-    while (queue.length) {
-      const batch = queue.slice(0, batchSize);
-      try {
-        // A batch that keeps failing is retried row by row, so one bad row cannot block the rest.
-        const balances = failures >= 3 && batch.length > 1 ? await writeOne(batch[0]!) : await writeBatch(batch);
-        const written = failures >= 3 && batch.length > 1 ? [batch[0]!] : batch;
-        queue.splice(0, written.length);
-        failures = 0;
-        onCommitted(debitsOf(written), balances);
-        wakeRoom();
-      } catch (err) {
-        failures++;
-        ctx.log.error({ err, rows: batch.length, failures }, 'usage write failed; retrying');
-        if (closing && Date.now() > closeDeadline) {
-          for (const r of queue.splice(0)) ctx.log.error({ msg: 'usage row not written', usage: { ...r, costMicros: String(r.costMicros), costUsdMicros: String(r.costUsdMicros) } });
-          break;
-        }
-        if (failures > 6 && batch.length === 1) {
-          ctx.log.error({ msg: 'usage row dropped after repeated failures', usage_id: batch[0]!.id });
-          queue.splice(0, 1);
-          continue;
-        }
-        await Bun.sleep(Math.min(5_000, 50 * 2 ** failures));
-      }
-    }
-  }
-
-  const writeOne = (r: UsageRecord) => writeBatch([r]);
-
-  function wakeRoom() {
-    if (queue.length >= maxQueue) return;
-    const w = roomWaiters;
-    roomWaiters = [];
-    for (const fn of w) fn();
-  }
-
-  function kick() {
-    running ??= drain().finally(() => {
-      running = null;
-      if (queue.length) kick();
-      else {
-        const w = idleWaiters;
-        idleWaiters = [];
-        for (const fn of w) fn();
-      }
-    });
-  }
-
+  const writer = createBatchWriter<UsageRecord>({ name: 'usage', log: ctx.log, write, setAside, describe: jsonOf, maxBatch: 256, concurrency: 1 });
   return {
-    /** Queues a row; resolves at once unless the queue is full (then when there is room). */
-    async enqueue(record: UsageRecord): Promise<void> {
-      while (queue.length >= maxQueue) await new Promise<void>((r) => roomWaiters.push(r));
-      queue.push(record);
-      // Batch what arrives in the same tick: start writing on the next macrotask.
-      if (!running) setImmediate(kick);
-    },
-    /** Resolves when every row queued so far is committed. */
-    flush(): Promise<void> {
-      if (!queue.length && !running) return Promise.resolve();
-      return new Promise<void>((r) => {
-        idleWaiters.push(r);
-        kick();
-      });
-    },
-    /** Drains the queue (graceful stop); gives up on an unreachable database after closeDeadlineMs. */
-    async close() {
-      closing = true;
-      closeDeadline = Date.now() + (opts.closeDeadlineMs ?? 10_000);
-      await this.flush();
-    },
+    /** Resolves once the row and its debit are committed ('written'), set aside, or given up at shutdown. */
+    record: (r: UsageRecord): Promise<RowOutcome> => writer.add(r),
+    flush: () => writer.flush(),
+    close: (deadlineMs: number) => writer.close(deadlineMs),
     get queued() {
-      return queue.length;
+      return writer.queued;
+    },
+    get setAside() {
+      return writer.setAside;
     },
   };
 }

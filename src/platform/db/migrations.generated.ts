@@ -10,6 +10,7 @@ import m7 from '../../../migrations/0007_router_usage_daily.sql' with { type: 't
 import m8 from '../../../migrations/0008_payments_recheck.sql' with { type: 'text' };
 import m9 from '../../../migrations/0009_router_backends.sql' with { type: 'text' };
 import m10 from '../../../migrations/0010_operations.sql' with { type: 'text' };
+import m11 from '../../../migrations/0011_durable_usage.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -24,4 +25,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0008_payments_recheck', sql: m8 },
   { name: '0009_router_backends', sql: m9 },
   { name: '0010_operations', sql: m10 },
+  { name: '0011_durable_usage', sql: m11 },
 ];

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import { capturedLogLines, createTestApp, type TestApp } from '../../support/app';
 
@@ -58,3 +59,54 @@ describe('no secret in the logs', () => {
     }
   });
 });
+
+/**
+ * Failing queries that carry secrets as parameters: a new account's password hash, a session's
+ * token hash. The database itself refuses them (a CHECK constraint no new row passes, added
+ * NOT VALID so existing rows stay), so each request ends in the logged 500 path with the real
+ * driver error, whose parameters must not reach the log; the SQLSTATE and constraint must.
+ */
+for (const kind of ['postgres', 'pglite'] as const) {
+  describe(`failed queries log no values (${kind})`, () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createTestApp(kind);
+    });
+    afterAll(() => t.close());
+
+    const refuseNewRows = (table: 'users' | 'sessions', constraint: string) =>
+      t.ctx.database.query(sql.raw(`alter table ${table} add constraint ${constraint} check (false) not valid`));
+    const errorLines = () => t.logs.filter((l) => JSON.parse(l).msg === 'unhandled error');
+
+    test('a refused account insert: 500, logged with SQLSTATE and constraint, without the password hash or email', async () => {
+      const password = 'Pa55word-in-a-failing-insert';
+      const email = 'failing-insert@example.com';
+      await refuseNewRows('users', 'users_refuse_new_rows');
+      const r = await t.request('POST', '/api/auth/register', { body: { email, password } });
+      await t.ctx.database.query(sql.raw('alter table users drop constraint users_refuse_new_rows'));
+      expect(r.status).toBe(500);
+      const [line] = errorLines();
+      expect(JSON.parse(line!).err).toMatchObject({ message: 'query failed', cause: { sqlstate: '23514', constraint: 'users_refuse_new_rows', table: 'users' } });
+      for (const l of t.logs) {
+        for (const value of [email, password, '$argon2', 'Failed query', 'params']) expect(l.includes(value), `log line leaks ${value}: ${l}`).toBe(false);
+      }
+    });
+
+    test('a refused session insert: 500 on login, the log holds neither the token hash nor the user id', async () => {
+      const password = 'Pa55word-for-a-failing-login';
+      const reg = await t.request('POST', '/api/auth/register', { body: { email: 'failing-session@example.com', password } });
+      expect(reg.status).toBe(201);
+      const me = await t.request('GET', '/api/auth/me', { token: reg.body.token });
+      await refuseNewRows('sessions', 'sessions_refuse_new_rows');
+      const before = t.logs.length;
+      const login = await t.request('POST', '/api/auth/login', { body: { identifier: 'failing-session@example.com', password } });
+      expect(login.status).toBe(500);
+      const lines = t.logs.slice(before);
+      expect(lines.some((l) => l.includes('"sqlstate":"23514"') && l.includes('sessions_refuse_new_rows'))).toBe(true);
+      for (const l of lines) {
+        expect(l).not.toContain(me.body.id);
+        expect(l, 'a SHA-256 hex digest (the token hash) in the log').not.toMatch(/[0-9a-f]{64}/);
+      }
+    });
+  });
+}

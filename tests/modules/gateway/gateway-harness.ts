@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { createTestApp, type TestApp } from '../../support/app';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
 import { makeApiKey, makeUser } from '../../support/make';
-import type { DbKind } from '../../support/db';
+import type { DbKind, TestDatabase } from '../../support/db';
 import type { Clock } from '../../../src/platform/clock';
 
 export interface Harness {
@@ -17,10 +17,10 @@ export interface Harness {
 }
 
 export async function startHarness(
-  opts: { kind?: DbKind; env?: Record<string, string>; backends?: string; upstream?: FakeUpstream; clock?: Clock } = {},
+  opts: { kind?: DbKind; env?: Record<string, string>; backends?: string; upstream?: FakeUpstream; clock?: Clock; testDb?: TestDatabase } = {},
 ): Promise<Harness> {
   const up = opts.upstream ?? (await startFakeUpstream({ models: ['m1'] }));
-  const t = await createTestApp(opts.kind ?? 'postgres', { MODEL_BACKENDS: opts.backends ?? `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1s', ...opts.env }, { clock: opts.clock });
+  const t = await createTestApp(opts.kind ?? 'postgres', { MODEL_BACKENDS: opts.backends ?? `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1s', ...opts.env }, { clock: opts.clock, testDb: opts.testDb });
   t.app.listen({ hostname: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${t.app.server!.port}`;
   return {

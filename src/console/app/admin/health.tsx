@@ -1,0 +1,258 @@
+/**
+ * Admin: router backends (health, load, last error) with the admin-managed set editable, and
+ * supervised runtime processes.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api';
+import { formatTime, t } from '../locale';
+import { Page, Show, Status, errorText, useGet } from '../ui';
+
+interface Backend {
+  model: string;
+  url: string;
+  source: string;
+  weight?: number;
+  enabled?: boolean;
+  has_api_key?: boolean;
+  healthy: boolean;
+  inflight: number;
+  consecutive_failures: number;
+  last_error: string | null;
+  last_probe_at: string | null;
+}
+interface Process {
+  name: string;
+  kind: string;
+  model: string;
+  state: string;
+  pid: number | null;
+  port: number | null;
+  restarts: number;
+  last_error: string | null;
+  ready_at: string | null;
+}
+
+export function AdminHealth() {
+  const backends = useGet<{ backends: Backend[] }>('/api/admin/router/backends');
+  const runtimes = useGet<{ processes: Process[] }>('/api/admin/runtimes');
+  return (
+    <Page title={t('nav.admin.health')}>
+      <h2>{t('admin.backends')}</h2>
+      <Show loaded={backends}>
+        {({ backends: list }) =>
+          list.length === 0 ? (
+            <p>{t('none')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('model')}</th>
+                  <th>URL</th>
+                  <th>{t('admin.source')}</th>
+                  <th class="num">{t('admin.weight')}</th>
+                  <th>{t('status')}</th>
+                  <th class="num">{t('admin.inflight')}</th>
+                  <th>{t('admin.lastProbe')}</th>
+                  <th>{t('admin.lastError')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((b) => (
+                  <tr>
+                    <td>{b.model}</td>
+                    <td>
+                      <code>{b.url}</code>
+                    </td>
+                    <td>{b.source}</td>
+                    <td class="num">{b.enabled === false ? t('admin.off') : (b.weight ?? 1)}</td>
+                    <td class={b.healthy ? 'ok' : 'bad'}>
+                      {b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}
+                    </td>
+                    <td class="num">{b.inflight}</td>
+                    <td>{formatTime(b.last_probe_at)}</td>
+                    <td>{b.last_error ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Show>
+      {backends.data && <ManagedBackends current={backends.data.backends.filter((b) => b.source === 'admin')} onSaved={backends.reload} />}
+      <h2>{t('admin.runtimes')}</h2>
+      <Show loaded={runtimes}>
+        {({ processes }) =>
+          processes.length === 0 ? (
+            <p>{t('admin.noRuntimes')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('admin.process')}</th>
+                  <th>{t('model')}</th>
+                  <th>{t('status')}</th>
+                  <th class="num">PID</th>
+                  <th class="num">{t('admin.port')}</th>
+                  <th class="num">{t('admin.restarts')}</th>
+                  <th>{t('admin.lastError')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {processes.map((p) => (
+                  <tr>
+                    <td>
+                      {p.name} ({p.kind})
+                    </td>
+                    <td>{p.model}</td>
+                    <td>{p.state}</td>
+                    <td class="num">{p.pid ?? '—'}</td>
+                    <td class="num">{p.port ?? '—'}</td>
+                    <td class="num">{p.restarts}</td>
+                    <td>{p.last_error ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Show>
+    </Page>
+  );
+}
+
+interface Row {
+  model: string;
+  url: string;
+  weight: string;
+  enabled: boolean;
+  /** Blank keeps the stored key; typed text replaces it. */
+  api_key: string;
+  has_api_key: boolean;
+  remove_key: boolean;
+}
+
+/** The admin-managed backends (PUT replaces the whole set; every replica follows within a second). Keys are write-only. */
+function ManagedBackends({ current, onSaved }: { current: Backend[]; onSaved: () => void }) {
+  const toRows = (list: Backend[]): Row[] =>
+    list.map((b) => ({
+      model: b.model,
+      url: b.url,
+      weight: String(b.weight ?? 1),
+      enabled: b.enabled !== false,
+      api_key: '',
+      has_api_key: !!b.has_api_key,
+      remove_key: false,
+    }));
+  const [rows, setRows] = useState<Row[]>(toRows(current));
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  useEffect(() => setRows(toRows(current)), [current]);
+  const edit = (i: number, change: Partial<Row>) => setRows(rows.map((r, j) => (j === i ? { ...r, ...change } : r)));
+
+  async function save(e: Event) {
+    e.preventDefault();
+    setSaved(false);
+    const backends = rows.map((r) => ({
+      model: r.model.trim(),
+      url: r.url.trim(),
+      weight: Number(r.weight),
+      enabled: r.enabled,
+      ...(r.api_key ? { api_key: r.api_key } : r.remove_key ? { api_key: null } : {}),
+    }));
+    try {
+      await api('PUT', '/api/admin/router/backends', { backends });
+      setError(null);
+      setSaved(true);
+      onSaved();
+    } catch (err) {
+      setError(errorText(err));
+    }
+  }
+
+  return (
+    <form aria-labelledby="managed-heading" onSubmit={save}>
+      <h2 id="managed-heading">{t('admin.managedBackends')}</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>{t('model')}</th>
+            <th>URL</th>
+            <th>{t('admin.weight')}</th>
+            <th>{t('admin.enabled')}</th>
+            <th>{t('admin.apiKey')}</th>
+            <th>
+              <span class="visually-hidden">{t('actions')}</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r, i) => (
+            <tr>
+              <td>
+                <input aria-label={`${t('model')} ${i + 1}`} value={r.model} onInput={(e) => edit(i, { model: e.currentTarget.value })} />
+              </td>
+              <td>
+                <input aria-label={`URL ${i + 1}`} value={r.url} onInput={(e) => edit(i, { url: e.currentTarget.value })} />
+              </td>
+              <td>
+                <input
+                  aria-label={`${t('admin.weight')} ${i + 1}`}
+                  inputMode="numeric"
+                  size={4}
+                  value={r.weight}
+                  onInput={(e) => edit(i, { weight: e.currentTarget.value })}
+                />
+              </td>
+              <td>
+                <input
+                  type="checkbox"
+                  aria-label={`${t('admin.enabled')} ${i + 1}`}
+                  checked={r.enabled}
+                  onChange={(e) => edit(i, { enabled: e.currentTarget.checked })}
+                />
+              </td>
+              <td>
+                <input
+                  type="password"
+                  autocomplete="off"
+                  aria-label={`${t('admin.apiKey')} ${i + 1}`}
+                  placeholder={r.has_api_key ? t('admin.keyKept') : ''}
+                  value={r.api_key}
+                  onInput={(e) => edit(i, { api_key: e.currentTarget.value })}
+                />
+                {r.has_api_key && (
+                  <label class="check">
+                    <input type="checkbox" checked={r.remove_key} onChange={(e) => edit(i, { remove_key: e.currentTarget.checked })} />{' '}
+                    {t('admin.removeKey')}
+                  </label>
+                )}
+              </td>
+              <td>
+                <button type="button" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
+                  {t('admin.removeRow')}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="actions">
+        <button
+          type="button"
+          onClick={() =>
+            setRows([...rows, { model: '', url: '', weight: '1', enabled: true, api_key: '', has_api_key: false, remove_key: false }])
+          }
+        >
+          {t('admin.addRow')}
+        </button>
+        <button type="submit">{t('save')}</button>
+      </p>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {saved && <Status>{t('saved')}</Status>}
+    </form>
+  );
+}

@@ -1,0 +1,133 @@
+/**
+ * The console's entry: one small client app (Preact + preact-iso's router) drawn from the JSON API.
+ * /login and /signup need no session; every /console page loads the caller once (GET /api/auth/me).
+ */
+import './styles.css';
+import { createContext, render } from 'preact';
+import { useContext } from 'preact/hooks';
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
+import { api } from './api';
+import { site, t } from './locale';
+import type { Key } from './messages';
+import { AdminAudit } from './admin/audit';
+import { AdminCost } from './admin/cost';
+import { AdminHealth } from './admin/health';
+import { AdminPayments } from './admin/payments';
+import { AdminPricing } from './admin/pricing';
+import { AdminUser, AdminUsers } from './admin/users';
+import { Account } from './pages/account';
+import { BillingDocuments } from './pages/billing-documents';
+import { ApiKeys } from './pages/api-keys';
+import { Login, Signup } from './pages/sign-in';
+import { Models } from './pages/models';
+import { Transactions } from './pages/transactions';
+import { Usage } from './pages/usage';
+import { Wallet } from './pages/wallet';
+import { LanguageSwitch, Show, useGet } from './ui';
+
+export interface Me {
+  id: string;
+  email: string;
+  phone: string | null;
+  is_admin: boolean;
+  two_factor_enabled: boolean;
+  created_at: string;
+}
+
+const MeContext = createContext<Me | null>(null);
+export const useMe = () => useContext(MeContext)!;
+
+const USER_NAV: Array<[string, Key]> = [
+  ['/console', 'nav.wallet'],
+  ['/console/keys', 'nav.keys'],
+  ['/console/transactions', 'nav.transactions'],
+  ['/console/usage', 'nav.usage'],
+  [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
+  ['/console/models', 'nav.models'],
+  ['/console/account', 'nav.account'],
+];
+const ADMIN_NAV: Array<[string, Key]> = [
+  ['/console/admin/users', 'nav.admin.users'],
+  ['/console/admin/payments', 'nav.admin.payments'],
+  ['/console/admin/pricing', 'nav.admin.pricing'],
+  ['/console/admin/health', 'nav.admin.health'],
+  ['/console/admin/cost', 'nav.admin.cost'],
+  ['/console/admin/audit', 'nav.admin.audit'],
+];
+
+function Shell() {
+  const me = useGet<Me>('/api/auth/me');
+  const { path } = useLocation();
+  const link = ([href, key]: [string, Key]) => (
+    <a href={href} aria-current={path === href || (href !== '/console' && path.startsWith(`${href}/`)) ? 'page' : undefined}>
+      {t(key)}
+    </a>
+  );
+  return (
+    <Show loaded={me}>
+      {(user) => (
+        <MeContext.Provider value={user}>
+          <a class="skip" href="#main">
+            {t('skip')}
+          </a>
+          <header>
+            <strong>cpd</strong>
+            <nav aria-label={t('nav.user')}>{USER_NAV.map(link)}</nav>
+            {user.is_admin && <nav aria-label={t('nav.admin')}>{ADMIN_NAV.map(link)}</nav>}
+            <span class="who">{user.email}</span>
+            <LanguageSwitch />
+            <button
+              type="button"
+              onClick={async () => {
+                await api('POST', '/api/auth/logout').catch(() => {});
+                location.assign('/login');
+              }}
+            >
+              {t('logout')}
+            </button>
+          </header>
+          <main id="main">
+            <Router>
+              <Route path="/console" component={Wallet} />
+              <Route path="/console/keys" component={ApiKeys} />
+              <Route path="/console/transactions" component={Transactions} />
+              <Route path="/console/usage" component={Usage} />
+              <Route path="/console/invoices" component={BillingDocuments} />
+              <Route path="/console/receipts" component={BillingDocuments} />
+              <Route path="/console/models" component={Models} />
+              <Route path="/console/account" component={Account} />
+              <Route path="/console/admin" component={AdminUsers} />
+              <Route path="/console/admin/users" component={AdminUsers} />
+              <Route path="/console/admin/users/:id" component={AdminUser} />
+              <Route path="/console/admin/payments" component={AdminPayments} />
+              <Route path="/console/admin/pricing" component={AdminPricing} />
+              <Route path="/console/admin/health" component={AdminHealth} />
+              <Route path="/console/admin/cost" component={AdminCost} />
+              <Route path="/console/admin/audit" component={AdminAudit} />
+              <Route default component={NotFound} />
+            </Router>
+          </main>
+        </MeContext.Provider>
+      )}
+    </Show>
+  );
+}
+
+const NotFound = () => <p>{t('notFound')}</p>;
+
+function Pages() {
+  const { path } = useLocation();
+  if (path === '/login') return <Login />;
+  if (path === '/signup') return <Signup />;
+  return <Shell />;
+}
+
+function App() {
+  return (
+    <LocationProvider>
+      <Pages />
+    </LocationProvider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,156 @@
+/**
+ * Invoices (China site: request one for a paid top-up, then download it) or receipts
+ * (international site: one per paid card top-up). Downloads are plain links: the HttpOnly session
+ * cookie authenticates them, so no token is put in a URL.
+ */
+import { useState } from 'preact/hooks';
+import { api, withQuery } from '../api';
+import { formatTime, site, t } from '../locale';
+import { formatMoney } from '../money';
+import { Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
+
+interface Payment {
+  id: string;
+  provider: string;
+  amount: number;
+  currency: string;
+  status: string;
+  created_at: string;
+  paid_at: string | null;
+}
+interface Invoice {
+  id: string;
+  payment_id: string;
+  title: string;
+  tax_id: string | null;
+  amount: number;
+  currency: string;
+  status: string;
+  created_at: string;
+}
+
+const paidPayments = withQuery('/api/billing/payments', { status: 'paid', limit: 200 });
+
+export const BillingDocuments = () => (site === 'cn' ? <Invoices /> : <Receipts />);
+
+function Receipts() {
+  const payments = useGet<{ payments: Payment[] }>(paidPayments);
+  return (
+    <Page title={t('nav.receipts')}>
+      <Show loaded={payments}>
+        {({ payments: list }) =>
+          list.length === 0 ? (
+            <p>{t('docs.noPaid')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('docs.paidAt')}</th>
+                  <th class="num">{t('amount')}</th>
+                  <th>{t('wallet.provider')}</th>
+                  <th>
+                    <span class="visually-hidden">{t('actions')}</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((p) => (
+                  <tr key={p.id}>
+                    <td>{formatTime(p.paid_at)}</td>
+                    <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                    <td>{p.provider}</td>
+                    <td>
+                      <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Show>
+    </Page>
+  );
+}
+
+function Invoices() {
+  const invoices = useGet<{ invoices: Invoice[] }>('/api/billing/invoices');
+  const payments = useGet<{ payments: Payment[] }>(paidPayments);
+  const [errors, setErrors] = useState<{ title?: string; tax_id?: string }>({});
+  const [done, setDone] = useState(false);
+
+  async function request(e: Event) {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const title = String(form.get('title') ?? '').trim();
+    const taxId = String(form.get('tax_id') ?? '').trim();
+    if (!title) return setErrors({ title: t('required') });
+    setErrors({});
+    try {
+      await api('POST', '/api/billing/invoices', {
+        payment_id: String(form.get('payment_id')),
+        title,
+        ...(taxId ? { tax_id: taxId } : {}),
+      });
+      setDone(true);
+      invoices.reload();
+    } catch (err) {
+      setErrors({ title: errorText(err) });
+    }
+  }
+
+  const invoiced = new Set(invoices.data?.invoices.map((i) => i.payment_id));
+  const open = (payments.data?.payments ?? []).filter((p) => !invoiced.has(p.id));
+  return (
+    <Page title={t('nav.invoices')}>
+      {open.length > 0 && (
+        <form onSubmit={request} noValidate>
+          <h2>{t('docs.request')}</h2>
+          <Select
+            label={t('docs.payment')}
+            name="payment_id"
+            options={open.map((p) => [p.id, `${formatMoney(p.amount, p.currency)} · ${formatTime(p.paid_at)}`])}
+          />
+          <Field label={t('docs.title')} name="title" maxLength={200} error={errors.title} />
+          <Field label={t('docs.taxId')} name="tax_id" maxLength={32} error={errors.tax_id} />
+          <button type="submit">{t('docs.requestSubmit')}</button>
+          {done && <Status>{t('saved')}</Status>}
+        </form>
+      )}
+      <Show loaded={invoices}>
+        {({ invoices: list }) =>
+          list.length === 0 ? (
+            <p>{t('none')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('created')}</th>
+                  <th>{t('docs.title')}</th>
+                  <th class="num">{t('amount')}</th>
+                  <th>{t('status')}</th>
+                  <th>
+                    <span class="visually-hidden">{t('actions')}</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((inv) => (
+                  <tr key={inv.id}>
+                    <td>{formatTime(inv.created_at)}</td>
+                    <td>{inv.title}</td>
+                    <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
+                    <td>{inv.status}</td>
+                    <td>
+                      <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Show>
+    </Page>
+  );
+}

@@ -1,0 +1,74 @@
+/**
+ * The model catalog with a download link per quantization, for the model's newest SDK. The
+ * session cookie authenticates the link (a directory bundle arrives as a ZIP stream), so no
+ * token appears in the URL or the browser's history.
+ */
+import { withQuery } from '../api';
+import { t } from '../locale';
+import { Page, Show, useGet } from '../ui';
+
+interface Model {
+  slug: string;
+  name: string;
+  family: string;
+  sdk: string;
+  quants: string[];
+  size_bytes: number;
+  description: string;
+}
+
+const size = (bytes: number) =>
+  bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.ceil(bytes / 1e3)} KB`;
+
+export function Models() {
+  const models = useGet<Model[]>('/api/models');
+  return (
+    <Page title={t('nav.models')}>
+      <Show loaded={models}>
+        {(list) =>
+          list.length === 0 ? (
+            <p>{t('none')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('model')}</th>
+                  <th>{t('models.family')}</th>
+                  <th>SDK</th>
+                  <th class="num">{t('models.size')}</th>
+                  <th>{t('models.download')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((m) => (
+                  <tr key={m.slug}>
+                    <td>
+                      <strong>{m.name}</strong> <code>{m.slug}</code>
+                      <br />
+                      <small>{m.description}</small>
+                    </td>
+                    <td>{m.family}</td>
+                    <td>{m.sdk}</td>
+                    <td class="num">{size(m.size_bytes)}</td>
+                    <td class="actions">
+                      {m.quants.map((quant) => (
+                        <a
+                          class="button"
+                          href={withQuery(`/api/models/${encodeURIComponent(m.slug)}/download`, { quant, sdk: m.sdk })}
+                          download
+                          aria-label={`${t('models.download')} ${m.slug} ${quant}`}
+                        >
+                          {quant}
+                        </a>
+                      ))}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Show>
+    </Page>
+  );
+}

@@ -1,0 +1,56 @@
+/** The ledger, newest first, in cursor pages. */
+import { withQuery } from '../api';
+import { formatTime, t } from '../locale';
+import { formatMoney } from '../money';
+import { Page, Show, useCursor, useGet } from '../ui';
+
+interface Transaction {
+  id: string;
+  type: string;
+  amount: number;
+  currency: string;
+  created_at: string;
+  description: string;
+}
+
+export function Transactions() {
+  const { cursor, Pager } = useCursor();
+  const page = useGet<{ transactions: Transaction[]; next_cursor: string | null }>(
+    withQuery('/api/billing/transactions', { limit: 50, cursor }),
+  );
+  return (
+    <Page title={t('nav.transactions')}>
+      <Show loaded={page}>
+        {({ transactions, next_cursor }) => (
+          <>
+            {transactions.length === 0 ? (
+              <p>{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('time')}</th>
+                    <th>{t('tx.type')}</th>
+                    <th class="num">{t('amount')}</th>
+                    <th>{t('description')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {transactions.map((tx) => (
+                    <tr key={tx.id}>
+                      <td>{formatTime(tx.created_at)}</td>
+                      <td>{t(`tx.${tx.type}` as 'tx.topup', {}) || tx.type}</td>
+                      <td class="num">{formatMoney(tx.amount, tx.currency)}</td>
+                      <td>{tx.description}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+            <Pager next={next_cursor} />
+          </>
+        )}
+      </Show>
+    </Page>
+  );
+}

@@ -1,0 +1,169 @@
+/** Small building blocks every page uses: data loading, labelled fields with their errors, pagers, copy buttons. */
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useId, useState } from 'preact/hooks';
+import { ApiError, get } from './api';
+import { type Language, language, switchLanguage, t } from './locale';
+
+export interface Loaded<T> {
+  data: T | null;
+  error: string | null;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** GETs `path` (again whenever it changes or on reload); null path waits. */
+export function useGet<T>(path: string | null): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: path !== null,
+  });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    if (path === null) return;
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    get<T>(path).then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (e) => live && setState({ data: null, error: errorText(e), loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [path, round]);
+  const reload = useCallback(() => setRound((r) => r + 1), []);
+  return { ...state, reload };
+}
+
+export const errorText = (e: unknown) => (e instanceof ApiError || e instanceof Error ? e.message : String(e));
+
+/** Shows loading, an error, or the children built from the data. */
+export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ComponentChildren }) {
+  if (loaded.error)
+    return (
+      <p class="error" role="alert">
+        {loaded.error}
+      </p>
+    );
+  if (loaded.data === null) return <p aria-busy="true">{t('loading')}</p>;
+  return <>{children(loaded.data)}</>;
+}
+
+interface FieldProps {
+  label: string;
+  name: string;
+  error?: string | null;
+  hint?: string;
+  type?: 'text' | 'password' | 'email' | 'date' | 'search';
+  value?: string;
+  autocomplete?: string;
+  inputMode?: 'decimal' | 'numeric';
+  maxLength?: number;
+  required?: boolean;
+}
+
+/** A labelled input whose error is shown right under it and announced with it (aria-describedby). */
+export function Field({ label, error, hint, type = 'text', ...input }: FieldProps) {
+  const id = useId();
+  const described = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {/* Preact's types describe each input type separately, so a union of types is narrowed here to one of them. */}
+      <input id={id} type={type as 'text'} aria-invalid={error ? 'true' : undefined} aria-describedby={described} {...input} />
+      {hint && (
+        <small id={`${id}-hint`} class="hint">
+          {hint}
+        </small>
+      )}
+      {error && (
+        <small id={`${id}-error`} class="error" role="alert">
+          {error}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Select({ label, options, ...select }: { label: string; name: string; value?: string; options: Array<[string, string]> }) {
+  const id = useId();
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} {...select}>
+        {options.map(([value, text]) => (
+          <option value={value}>{text}</option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** Cursor pages: keeps the cursors already passed so Previous can go back. */
+export function useCursor() {
+  const [stack, setStack] = useState<string[]>([]);
+  const cursor = stack[stack.length - 1];
+  return {
+    cursor,
+    reset: () => setStack([]),
+    Pager: ({ next }: { next: string | null | undefined }) => (
+      <nav class="pager" aria-label={t('pages')}>
+        <button type="button" disabled={stack.length === 0} onClick={() => setStack((s) => s.slice(0, -1))}>
+          {t('previous')}
+        </button>
+        <button type="button" disabled={!next} onClick={() => next && setStack((s) => [...s, next])}>
+          {t('next')}
+        </button>
+      </nav>
+    ),
+  };
+}
+
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      onClick={async () => {
+        await navigator.clipboard.writeText(text);
+        setCopied(true);
+      }}
+    >
+      {copied ? t('copied') : label}
+      <span class="visually-hidden" role="status">
+        {copied ? t('copied') : ''}
+      </span>
+    </button>
+  );
+}
+
+/** A note announced to screen readers (role=status), e.g. "Saved". */
+export const Status = ({ children }: { children: ComponentChildren }) => (
+  <p class="status" role="status">
+    {children}
+  </p>
+);
+
+export function Page({ title, children }: { title: string; children: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${title} · cpd`;
+  }, [title]);
+  return (
+    <section>
+      <h1>{title}</h1>
+      {children}
+    </section>
+  );
+}
+
+export function LanguageSwitch() {
+  return (
+    <label class="language">
+      <span class="visually-hidden">{t('language')}</span>
+      <select aria-label={t('language')} value={language} onChange={(e) => switchLanguage(e.currentTarget.value as Language)}>
+        <option value="en">English</option>
+        <option value="zh-CN">简体中文</option>
+      </select>
+    </label>
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * The one HTML document behind /login, /signup and /console/*: it names the hashed bundle and
+ * carries what the client needs before its first request (language, site, currency). The pages
+ * themselves are drawn in the browser from the JSON API.
+ */
+import type { Config } from '../config';
+import { escapeHtml } from '../platform/http/html';
+import { apiDocsEntry, assetUrl, consoleEntry } from './console.assets';
+
+export type Language = 'en' | 'zh-CN';
+export const LANGUAGE_COOKIE = 'cpd_lang';
+
+/** Security headers of every console document: only this origin's scripts, styles and images; no framing. */
+export const HTML_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+  vary: 'accept-language, cookie',
+};
+
+/**
+ * The switch (cookie) wins, then the browser's Accept-Language (its first English or Chinese
+ * preference), then the site's default: Chinese on the China site, English elsewhere.
+ */
+export function chooseLanguage(site: Config['site'], cookieHeader: string | null, acceptLanguage: string | null): Language {
+  const chosen = /(?:^|;\s*)cpd_lang=(en|zh-CN)\b/.exec(cookieHeader ?? '')?.[1];
+  if (chosen) return chosen as Language;
+  const ranked = (acceptLanguage ?? '')
+    .split(',')
+    .map((part, i) => {
+      const [tag, ...params] = part.trim().toLowerCase().split(';');
+      const q = Number(
+        params
+          .find((p) => p.trim().startsWith('q='))
+          ?.trim()
+          .slice(2) ?? 1,
+      );
+      return { tag: tag ?? '', q: Number.isFinite(q) ? q : 0, i };
+    })
+    .filter((l) => l.q > 0 && (l.tag.startsWith('en') || l.tag.startsWith('zh')))
+    .sort((a, b) => b.q - a.q || a.i - b.i);
+  if (ranked[0]) return ranked[0].tag.startsWith('zh') ? 'zh-CN' : 'en';
+  return site === 'cn' ? 'zh-CN' : 'en';
+}
+
+export function consoleDocument(opts: { language: Language; site: Config['site']; currency: string }): string {
+  return `<!doctype html>
+<html lang="${opts.language}" data-site="${escapeHtml(opts.site)}" data-currency="${escapeHtml(opts.currency)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cpd</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${assetUrl(consoleEntry.css)}">
+<script type="module" src="${assetUrl(consoleEntry.js)}"></script>
+</head>
+<body><div id="app"></div><noscript>This console needs JavaScript. Everything it does is also in the JSON API at /api/docs.</noscript></body>
+</html>
+`;
+}
+
+/** The OpenAPI UI: Swagger UI from this binary, reading the spec from its absolute path. */
+export function apiDocsDocument(specPath: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cpd API</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${assetUrl(apiDocsEntry.uiCss)}">
+<script src="${assetUrl(apiDocsEntry.uiJs)}" defer></script>
+<script type="module" src="${assetUrl(apiDocsEntry.js!)}"></script>
+</head>
+<body><div id="swagger-ui" data-spec-url="${escapeHtml(specPath)}"></div></body>
+</html>
+`;
+}

@@ -1,0 +1,38 @@
+/**
+ * A backend lease: a request counts in its backend's in-flight load (least-loaded routing) from
+ * the attempt until release(), which also ends the attempt's timers and abort wiring. Release is
+ * idempotent, so every way a request ends may call it.
+ */
+import type { Backend } from './router.backends';
+import { AttemptError, type AttemptControl, attemptController } from './router.upstream';
+
+export interface BackendLease {
+  backend: Backend;
+  control: AttemptControl;
+  /** Stops the upstream request (the client went away). */
+  abort(): void;
+  /** True when the upstream request was stopped because the client went away. */
+  readonly clientGone: boolean;
+  release(): void;
+}
+
+export function leaseBackend(backend: Backend, signal: AbortSignal | undefined): BackendLease {
+  const control = attemptController(signal);
+  backend.inflight++;
+  let released = false;
+  return {
+    backend,
+    control,
+    abort: () => control.abort(new AttemptError('aborted', 'client went away')),
+    get clientGone() {
+      const reason = control.signal.reason;
+      return control.signal.aborted && reason instanceof AttemptError && reason.reason === 'aborted';
+    },
+    release() {
+      if (released) return;
+      released = true;
+      backend.inflight--;
+      control.dispose();
+    },
+  };
+}

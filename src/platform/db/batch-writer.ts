@@ -1,0 +1,158 @@
+/**
+ * Group commit for rows that must be durable before their caller goes on: add(row) resolves once
+ * the row's batch has committed. Rows that arrive while a batch is being written form the next
+ * one, so a busy server writes many rows per transaction and an idle one writes each at once.
+ *
+ * `write` must be idempotent (a batch is replayed when the commit's acknowledgement was lost).
+ * Failures are told apart by what they say about the rows:
+ *  - the database is unreachable or busy (platform/db's isDatabaseUnreachable, and SQLSTATE
+ *    classes 40, 53, 57, 58: deadlocks, serialization failures, resources, operator intervention):
+ *    the batch is retried with backoff, for as long as it takes, or until close()'s deadline;
+ *  - anything else is about the rows (an overflowing value, a constraint): the batch is split in
+ *    halves and each half written on its own, down to the row at fault, which is set aside
+ *    (`setAside` records it with the reason) while every other row is written.
+ * Hand-written: no library of the field batches rows under a caller's await with this split.
+ */
+import { rootMessage as reasonOf } from '../errors';
+import { isDatabaseUnreachable } from './unreachable';
+import type { Logger } from '../logger';
+
+/** What happened to a row: committed, set aside as unwritable, or given up at shutdown. */
+export type RowOutcome = 'written' | 'set_aside' | 'unwritten';
+
+export interface BatchWriterOptions<T> {
+  /** Which rows these are, for log lines. */
+  name: string;
+  log: Logger;
+  /** Writes the rows in one transaction; must write nothing twice when replayed. */
+  write(rows: T[]): Promise<void>;
+  /** Records a row that cannot be written (a dead-letter table, a log line); its own failure is only logged. */
+  setAside(row: T, reason: string): Promise<void>;
+  /** What a log line shows of a row that could not be written at all. */
+  describe?(row: T): unknown;
+  maxBatch?: number;
+  /** Batches written at the same time (each on its own connection). */
+  concurrency?: number;
+}
+
+interface Pending<T> {
+  row: T;
+  done(outcome: RowOutcome): void;
+}
+
+/** SQLSTATE classes of a statement that may well pass when retried: transaction rollback (deadlock, serialization), resources, operator intervention, system errors. */
+const RETRYABLE_CLASSES = new Set(['40', '53', '57', '58']);
+const BACKOFF_MAX_MS = 2_000;
+
+/** True when the error says the database could not be used, not that the rows are wrong. */
+export function isTransient(err: unknown): boolean {
+  if (isDatabaseUnreachable(err)) return true;
+  // drizzle wraps the driver's error: the code is on a cause.
+  for (let e = err as { code?: unknown; cause?: unknown } | null, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++)
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return RETRYABLE_CLASSES.has(e.code.slice(0, 2));
+  return false;
+}
+
+export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
+  const maxBatch = opts.maxBatch ?? 256;
+  const concurrency = opts.concurrency ?? 2;
+  const queue: Array<Pending<T>> = [];
+  let active = 0;
+  let setAsideCount = 0;
+  let giveUpAt = Number.POSITIVE_INFINITY;
+  /** Rejects at close()'s deadline: a write hung on an unreachable database is not waited for past it. */
+  const deadlineReached = new Error('shutdown deadline reached');
+  let reachDeadline: (err: Error) => void = () => {};
+  const deadline = new Promise<never>((_, reject) => {
+    reachDeadline = reject;
+  });
+  deadline.catch(() => {});
+  let idleWaiters: Array<() => void> = [];
+
+  const givingUp = () => Date.now() >= giveUpAt;
+
+  /** Writes `batch`, retrying while the database is away; splits it when a row is at fault. */
+  async function writeBatch(batch: Array<Pending<T>>): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        await Promise.race([opts.write(batch.map((p) => p.row)), deadline]);
+        for (const p of batch) p.done('written');
+        return;
+      } catch (err) {
+        if (err === deadlineReached) return giveUp(batch, err);
+        if (!isTransient(err)) return splitOrSetAside(batch, err);
+        if (givingUp()) return giveUp(batch, err);
+        if (failures === 0 || failures % 10 === 0) opts.log.warn({ err, rows: batch.length, failures: failures + 1 }, `${opts.name}: database unavailable; retrying`);
+        await Bun.sleep(Math.min(BACKOFF_MAX_MS, 25 * 2 ** failures, Math.max(0, giveUpAt - Date.now())));
+      }
+    }
+  }
+
+  async function splitOrSetAside(batch: Array<Pending<T>>, err: unknown): Promise<void> {
+    if (batch.length > 1) {
+      const half = Math.ceil(batch.length / 2);
+      await writeBatch(batch.slice(0, half));
+      await writeBatch(batch.slice(half));
+      return;
+    }
+    const p = batch[0]!;
+    const reason = reasonOf(err);
+    setAsideCount++;
+    opts.log.error({ msg: `${opts.name}: row set aside`, reason, row: opts.describe?.(p.row) ?? p.row });
+    await opts.setAside(p.row, reason).catch((e) => opts.log.error({ err: e }, `${opts.name}: could not record a row set aside`));
+    p.done('set_aside');
+  }
+
+  function giveUp(batch: Array<Pending<T>>, err: unknown) {
+    for (const p of batch) {
+      opts.log.error({ msg: `${opts.name}: row not written before shutdown`, reason: reasonOf(err), row: opts.describe?.(p.row) ?? p.row });
+      p.done('unwritten');
+    }
+  }
+
+  async function work() {
+    active++;
+    try {
+      while (queue.length) await writeBatch(queue.splice(0, maxBatch));
+    } finally {
+      active--;
+      if (active === 0 && !queue.length) {
+        const w = idleWaiters;
+        idleWaiters = [];
+        for (const fn of w) fn();
+      }
+    }
+  }
+
+  return {
+    /** Resolves once the row is committed (or set aside, or given up at shutdown). */
+    add(row: T): Promise<RowOutcome> {
+      return new Promise<RowOutcome>((done) => {
+        queue.push({ row, done });
+        if (active < concurrency) void work();
+      });
+    },
+    /** Resolves when every row added so far has an outcome. */
+    flush(): Promise<void> {
+      if (!queue.length && active === 0) return Promise.resolve();
+      return new Promise<void>((r) => idleWaiters.push(r));
+    },
+    /** Writes what is queued; past `deadlineMs` rows still failing are logged and answered 'unwritten'. */
+    async close(deadlineMs: number): Promise<void> {
+      giveUpAt = Date.now() + deadlineMs;
+      const timer = setTimeout(() => reachDeadline(deadlineReached), deadlineMs);
+      await this.flush();
+      clearTimeout(timer);
+    },
+    /** Rows waiting for a batch (not counting the batches being written). */
+    get queued() {
+      return queue.length;
+    },
+    /** Rows set aside since start. */
+    get setAside() {
+      return setAsideCount;
+    },
+  };
+}
+
+export type BatchWriter<T> = ReturnType<typeof createBatchWriter<T>>;

@@ -1,0 +1,220 @@
+/**
+ * The console in a real browser against dist/cpd on the China site: a user's pages in Chinese
+ * (the wallet QR top-up included), the language switch, and an operator (whose browser prefers
+ * English) adjusting that user's balance, editing prices and disabling the account.
+ * Every page is watched for console errors and requests to other origins. The tests are the steps
+ * of one story (the operator acts on the user signed up first) and run in the order written.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
+import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
+
+const USER = { email: 'yonghu@example.com', password: 'a-good-password' };
+let site: ConsoleSite;
+let browser: Browser;
+let user: WatchedPage;
+let admin: WatchedPage;
+
+beforeAll(async () => {
+  [site, browser] = await Promise.all([startConsoleSite('cn'), launchBrowser()]);
+  [user, admin] = await Promise.all([openPage(browser, site.url, { locale: 'zh-CN' }), openPage(browser, site.url, { locale: 'en-US' })]);
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await site?.stop();
+});
+
+async function logIn(page: Page, identifier: string, password: string, labels: { identifier: string; password: string; submit: string }) {
+  await page.goto(`${site.url}/login`);
+  await page.getByLabel(labels.identifier).fill(identifier);
+  await page.getByLabel(labels.password).fill(password);
+  await page.getByRole('button', { name: labels.submit }).click();
+  await page.waitForURL(`${site.url}/console`);
+}
+
+describe('the China site', () => {
+  test('is in Chinese for a Chinese browser: sign up, then top up by scanning the wallet QR code', async () => {
+    const { page } = user;
+    await page.goto(`${site.url}/signup`);
+    expect(await page.locator('html').getAttribute('lang')).toBe('zh-CN');
+    await page.getByRole('heading', { name: '注册' }).waitFor();
+    await page.getByLabel('邮箱').fill(USER.email);
+    await page.getByLabel('密码').fill(USER.password);
+    await page.getByRole('button', { name: '创建账户' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    await page.getByRole('heading', { name: '钱包' }).waitFor();
+    expect(await page.getByTestId('balance').textContent()).toBe('¥0.00');
+
+    await page.getByLabel('金额（CNY）').fill('10');
+    await page.getByRole('button', { name: '去支付' }).click();
+    const qr = page.getByRole('img', { name: '用支付应用扫描的二维码' });
+    await qr.waitFor();
+    await waitForImage(qr);
+    await page.getByRole('status').filter({ hasText: '等待支付…' }).waitFor();
+    await screenshot(page, 'cn-1-qr-pending');
+
+    // The payer's phone opens the page the QR code points at and pays there.
+    const phone = await page.context().newPage();
+    await phone.goto((await qr.getAttribute('src'))!.replace(/\/qr\.svg$/, ''));
+    await phone.getByRole('button', { name: /^Pay/ }).click();
+    await phone.close();
+    await page.getByText('支付成功：¥10.00 已存入钱包。').waitFor();
+    await page.getByTestId('balance').filter({ hasText: '¥10.00' }).waitFor();
+    await screenshot(page, 'cn-2-credited');
+
+    await page.getByRole('link', { name: '发票' }).click();
+    await page.getByLabel('发票抬头').fill('示例科技有限公司');
+    await page.getByLabel('税号（可选）').fill('91310000MA1K000000');
+    await page.getByRole('button', { name: '申请发票' }).click();
+    await page.getByRole('cell', { name: '示例科技有限公司' }).waitFor();
+    const invoice = await page.request.get(site.url + (await page.getByRole('link', { name: '下载' }).getAttribute('href'))!);
+    expect(invoice.status()).toBe(200);
+    expect(await invoice.text()).toContain('示例科技有限公司');
+    await screenshot(page, 'cn-2b-invoice');
+    expect(user.problems).toEqual([]);
+  }, 60_000);
+
+  test('the switch turns the console to English and back', async () => {
+    const { page } = user;
+    await page.getByRole('link', { name: '钱包' }).click();
+    await page.getByRole('heading', { name: '钱包' }).waitFor();
+    await page.getByLabel('语言').selectOption('en');
+    await page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    expect(await page.locator('html').getAttribute('lang')).toBe('en');
+    await page.getByLabel('Language').selectOption('zh-CN');
+    await page.getByRole('heading', { name: '钱包' }).waitFor();
+    expect(user.problems).toEqual([]);
+  }, 30_000);
+});
+
+describe('an operator', () => {
+  test('whose browser prefers English sees the China site in English, with amounts in CNY', async () => {
+    await logIn(admin.page, ADMIN.email, ADMIN.password, { identifier: 'Email or phone', password: 'Password', submit: 'Log in' });
+    await admin.page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    expect(await admin.page.getByTestId('balance').textContent()).toBe('¥0.00');
+    expect(admin.problems).toEqual([]);
+  }, 30_000);
+
+  test("adjusts a user's balance with a reason, and the user sees it", async () => {
+    const { page } = admin;
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByLabel('Email or phone contains').fill('yonghu');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: USER.email }).click();
+    await page.getByTestId('user-balance').filter({ hasText: '¥10.00' }).waitFor();
+    await page.getByLabel('Amount (CNY, negative to debit)').fill('12.5');
+    await page.getByRole('button', { name: 'Adjust' }).click();
+    await page.getByText('Required.').waitFor();
+    await page.getByLabel('Reason (shown to the user)').fill('goodwill credit');
+    await page.getByRole('button', { name: 'Adjust' }).click();
+    await page.getByText('Balance adjusted.').waitFor();
+    await page.getByTestId('user-balance').filter({ hasText: '¥22.50' }).waitFor();
+    await screenshot(page, 'admin-1-adjusted');
+
+    await user.page.goto(`${site.url}/console/transactions`);
+    await user.page.getByRole('cell', { name: 'goodwill credit' }).waitFor();
+    await user.page.getByRole('cell', { name: '¥12.50' }).waitFor();
+    await user.page.getByRole('cell', { name: '调整' }).waitFor();
+    await screenshot(user.page, 'cn-3-adjustment');
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: ADMIN.email }).first().waitFor();
+    expect(admin.problems).toEqual([]);
+    expect(user.problems).toEqual([]);
+  }, 60_000);
+
+  test('edits a model price, which the public price list then shows, and adds a backend with a write-only key', async () => {
+    const { page } = admin;
+    await page.getByRole('link', { name: 'Pricing' }).click();
+    const price = page.getByLabel('Price (CNY) 1');
+    expect(await price.inputValue()).toBe('2');
+    await price.fill('3.5');
+    await page.getByRole('form', { name: 'Model prices' }).getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('form', { name: 'Model prices' }).getByText('Saved.').waitFor();
+    const pricing = (await (await fetch(`${site.url}/api/pricing`)).json()) as { models: unknown[] };
+    expect(pricing.models).toEqual([
+      expect.objectContaining({ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 3.5, currency: 'CNY' }),
+    ]);
+
+    await page.getByRole('link', { name: 'Backends and runtimes' }).click();
+    await page.getByRole('cell', { name: CONSOLE_MODEL, exact: true }).waitFor();
+    const managed = page.getByRole('form', { name: 'Backends managed here' });
+    await managed.getByRole('button', { name: 'Add row' }).click();
+    await managed.getByLabel('Model 1').fill(CONSOLE_MODEL);
+    await managed.getByLabel('URL 1').fill(site.upstream.url);
+    await managed.getByLabel('Weight 1').fill('3');
+    await managed.getByLabel('Upstream API key 1').fill('sk-upstream-secret');
+    await managed.getByRole('button', { name: 'Save' }).click();
+    await managed.getByText('Saved.').waitFor();
+    await page.getByRole('cell', { name: 'admin', exact: true }).waitFor();
+    const listed = await site.call<{ backends: Array<Record<string, unknown>> }>('GET', '/api/admin/router/backends', site.adminToken);
+    expect(listed.body.backends.filter((b) => b.source === 'admin')).toEqual([
+      expect.objectContaining({ model: CONSOLE_MODEL, url: site.upstream.url, weight: 3, enabled: true, has_api_key: true }),
+    ]);
+    expect(JSON.stringify(listed.body)).not.toContain('sk-upstream-secret');
+    await screenshot(page, 'admin-2a-backends');
+    await page.getByRole('link', { name: 'Cost report' }).click();
+    await page.getByRole('heading', { name: 'Cost report' }).waitFor();
+    await page.getByText('No cost in this range.').waitFor();
+    await screenshot(page, 'admin-2-cost');
+    expect(admin.problems).toEqual([]);
+  }, 60_000);
+
+  test('opens every administration page cleanly, each showing its data', async () => {
+    const { page } = admin;
+    // Each page's heading, and something only its loaded data can show.
+    const pages: Array<[string, () => Promise<void>]> = [
+      ['Users', () => page.getByRole('link', { name: USER.email }).waitFor()],
+      ['Payments', () => page.getByRole('cell', { name: USER.email }).waitFor()],
+      ['Pricing', () => page.getByLabel('Model 1').waitFor()],
+      ['Backends and runtimes', () => page.getByText('No supervised engines (ENGINES is not set).').waitFor()],
+      ['Cost report', () => page.getByText('No cost in this range.').waitFor()],
+      ['Audit log', () => page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor()],
+    ];
+    for (const [name, shown] of pages) {
+      await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name }).click();
+      await page.getByRole('heading', { level: 1, name }).waitFor();
+      await shown();
+    }
+    await screenshot(page, 'admin-4-audit');
+    expect(admin.problems).toEqual([]);
+  }, 60_000);
+
+  test('reconciles a pending top-up from the payments page', async () => {
+    const { page } = admin;
+    const pending = await site.call('POST', '/api/billing/payments', site.adminToken, {
+      provider: 'chat_wallet',
+      amount: 3,
+      currency: 'CNY',
+    });
+    expect(pending.status).toBe(201);
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Payments' }).click();
+    await page.getByRole('cell', { name: USER.email }).waitFor();
+    await page.getByLabel('Status').selectOption('pending');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    // The user's paid top-up leaves the list once the filter applies; the admin's pending one stays.
+    await page.getByRole('cell', { name: USER.email }).waitFor({ state: 'detached' });
+    const row = page.getByRole('row', { name: new RegExp(ADMIN.email) });
+    expect(await row.count()).toBe(1);
+    await row.getByRole('button', { name: 'Reconcile' }).click();
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'payment.reconcile', exact: true }).waitFor();
+    expect(admin.problems).toEqual([]);
+  }, 60_000);
+
+  test('disables the user, whose next page load goes to the login page', async () => {
+    const { page } = admin;
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByRole('link', { name: USER.email }).click();
+    await page.getByRole('button', { name: 'Disable account' }).click();
+    await page.getByRole('button', { name: 'Enable account' }).waitFor();
+    await screenshot(page, 'admin-3-disabled');
+
+    await user.page.reload();
+    await user.page.waitForURL(`${site.url}/login?next=%2Fconsole%2Ftransactions`);
+    await user.page.getByRole('heading', { name: '登录' }).waitFor();
+    await screenshot(user.page, 'cn-4-signed-out');
+    expect(admin.problems).toEqual([]);
+    expect(user.problems).toEqual([]);
+  }, 60_000);
+});

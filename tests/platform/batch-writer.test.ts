@@ -1,0 +1,123 @@
+/** platform/db's group-commit batch writer on a real database: batching, rows at fault, outages, lost acknowledgements, shutdown. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { type Database, createBatchWriter, openDatabase } from '../../src/platform/db';
+import { captureLogger } from '../support/log-sink';
+import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
+import { type TcpProxy, startTcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait';
+
+interface Row {
+  id: string;
+  n: number;
+}
+
+function writerOn(database: Database, opts: { concurrency?: number } = {}) {
+  const { log, lines } = captureLogger();
+  const setAside: Array<{ row: Row; reason: string }> = [];
+  let writes = 0;
+  const writer = createBatchWriter<Row>({
+    name: 'test rows',
+    log,
+    concurrency: opts.concurrency,
+    async write(rows) {
+      writes++;
+      await database.db.transaction(async (tx) => {
+        await database.query(
+          sql`insert into bw_rows (id, n) select id, n from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(id text, n integer) on conflict (id) do nothing`,
+          tx,
+        );
+      });
+    },
+    async setAside(row, reason) {
+      setAside.push({ row, reason });
+    },
+  });
+  return { writer, lines, setAside, writes: () => writes };
+}
+
+const rowsIn = async (database: Database, prefix: string) =>
+  (await database.query<{ id: string; n: number }>(sql`select id, n from bw_rows where id like ${`${prefix}%`} order by id`)).length;
+
+for (const kind of DB_KINDS) {
+  describe(`batch writer (${kind})`, () => {
+    let t: TestDatabase;
+    beforeAll(async () => {
+      t = await createTestDatabase(kind);
+      await t.database.query(sql`create table bw_rows (id text primary key, n integer not null)`);
+    });
+    afterAll(() => t.drop());
+
+    test('rows added together are written in few transactions, each add resolving once its row is committed', async () => {
+      const { writer, writes } = writerOn(t.database);
+      const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => writer.add({ id: `g-${String(i).padStart(3, '0')}`, n: i })));
+      expect(outcomes.every((o) => o === 'written')).toBe(true);
+      expect(await rowsIn(t.database, 'g-')).toBe(100);
+      expect(writes()).toBeLessThan(10);
+    });
+
+    test('a row the column cannot hold is set aside with the reason; every other row of its batch is written', async () => {
+      const { writer, setAside, lines } = writerOn(t.database, { concurrency: 1 });
+      const rows = Array.from({ length: 40 }, (_, i) => ({ id: `p-${String(i).padStart(2, '0')}`, n: i === 17 ? 3_000_000_000 : i }));
+      const outcomes = await Promise.all(rows.map((r) => writer.add(r)));
+      expect(outcomes.filter((o) => o === 'set_aside')).toHaveLength(1);
+      expect(outcomes[17]).toBe('set_aside');
+      expect(await rowsIn(t.database, 'p-')).toBe(39);
+      expect(setAside).toHaveLength(1);
+      expect(setAside[0]!.row.id).toBe('p-17');
+      expect(setAside[0]!.reason).toMatch(/out of range/);
+      expect(writer.setAside).toBe(1);
+      expect(lines.some((l) => l.includes('row set aside') && l.includes('p-17'))).toBe(true);
+    });
+  });
+}
+
+describe('batch writer through a TCP proxy (postgres)', () => {
+  let t: TestDatabase;
+  let proxy: TcpProxy;
+  let viaProxy: Database;
+  beforeAll(async () => {
+    t = await createTestDatabase('postgres');
+    await t.database.query(sql`create table bw_rows (id text primary key, n integer not null)`);
+    const target = new URL(t.url!);
+    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+    target.host = `127.0.0.1:${proxy.port}`;
+    viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 4 });
+  });
+  afterAll(async () => {
+    await viaProxy.close().catch(() => {});
+    await proxy.close();
+    await t.drop();
+  });
+
+  test('a commit whose acknowledgement is lost is replayed and writes nothing twice', async () => {
+    const { writer, writes } = writerOn(viaProxy, { concurrency: 1 });
+    proxy.loseNextCommitAck();
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => writer.add({ id: `a-${String(i).padStart(2, '0')}`, n: i })));
+    expect(outcomes.every((o) => o === 'written')).toBe(true);
+    expect(proxy.lostAcks).toBe(1);
+    expect(writes()).toBeGreaterThan(1);
+    expect(await rowsIn(t.database, 'a-')).toBe(20);
+  });
+
+  test('while the database is unreachable rows wait, then are all written once it is back', async () => {
+    const { writer, lines } = writerOn(viaProxy);
+    proxy.cut();
+    const adding = Promise.all(Array.from({ length: 30 }, (_, i) => writer.add({ id: `o-${String(i).padStart(2, '0')}`, n: i })));
+    await waitFor(() => lines.some((l) => l.includes('database unavailable; retrying')), 'a retry');
+    expect(await rowsIn(t.database, 'o-')).toBe(0);
+    proxy.restore();
+    expect((await adding).every((o) => o === 'written')).toBe(true);
+    expect(await rowsIn(t.database, 'o-')).toBe(30);
+  });
+
+  test('close() gives up on an unreachable database after its deadline, logging each row not written', async () => {
+    const { writer, lines } = writerOn(viaProxy);
+    proxy.cut();
+    const adding = Promise.all(Array.from({ length: 5 }, (_, i) => writer.add({ id: `c-${i}`, n: i })));
+    await writer.close(300);
+    expect(await adding).toEqual(['unwritten', 'unwritten', 'unwritten', 'unwritten', 'unwritten']);
+    expect(lines.filter((l) => l.includes('row not written before shutdown'))).toHaveLength(5);
+    proxy.restore();
+  });
+});
