@@ -59,16 +59,16 @@ export function htmlHeaders(publicUrl: string): Record<string, string> {
   };
 }
 
-/** Adds htmlHeaders to every text/html response of the app, whichever module answered it. */
+/** Adds htmlHeaders to every text/html response of the app, whichever module answered it; a header the page set itself (the console's own policy) is kept. */
 export const htmlSecurityHeaders = (publicUrl: string) => {
   const headers = Object.entries(htmlHeaders(publicUrl));
   return new Elysia({ name: 'cpd/html-headers' }).mapResponse({ as: 'global' }, ({ response, set }) => {
     if (response instanceof Response) {
       if (!response.headers.get('content-type')?.startsWith('text/html')) return;
-      for (const [k, v] of headers) response.headers.set(k, v);
+      for (const [k, v] of headers) if (!response.headers.has(k)) response.headers.set(k, v);
       return response;
     }
     const type = set.headers['content-type'];
-    if (typeof type === 'string' && type.startsWith('text/html')) for (const [k, v] of headers) set.headers[k] = v;
+    if (typeof type === 'string' && type.startsWith('text/html')) for (const [k, v] of headers) set.headers[k] ??= v;
   });
 };
