@@ -32,9 +32,9 @@ const ROUTER_SYMBOLS = {
 
 const ENV_VAR: Record<RuntimeComponent, string> = { engine: 'ARIA_FFI_LIB', router: 'ARIA_ROUTER_FFI_LIB' };
 
-/** ARIA_FFI_LIB / ARIA_ROUTER_FFI_LIB, else the library inside the installed `current` version. */
-export function locateLibrary(component: RuntimeComponent, dataDir: string, env: Record<string, string | undefined>): string {
-  const fromEnv = env[ENV_VAR[component]];
+/** The configured library (ARIA_FFI_LIB / ARIA_ROUTER_FFI_LIB), else the one inside the installed `current` version. */
+export function locateLibrary(component: RuntimeComponent, dataDir: string, configured: string | null = null): string {
+  const fromEnv = configured;
   if (fromEnv) {
     if (!existsSync(fromEnv)) throw new AppError('unavailable', `${component} FFI library not found: ${fromEnv} (from ${ENV_VAR[component]})`);
     return fromEnv;

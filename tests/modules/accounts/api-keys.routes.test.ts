@@ -29,7 +29,7 @@ for (const kind of DB_KINDS) {
       t = await createTestApp(kind, {}, { clock });
       user = await makeUser(t);
       other = await makeUser(t);
-      keyRoute = new Elysia().use(errorPlugin(t.ctx.log)).use(authPlugin(t.services.accounts.resolver)).get('/k', ({ caller }) => caller, { auth: ['key'] });
+      keyRoute = new Elysia().use(errorPlugin(t.ctx.log)).use(authPlugin(t.services.accounts.resolver, 'http://localhost:8080')).get('/k', ({ caller }) => caller, { auth: ['key'] });
     });
     afterAll(() => t.close());
 

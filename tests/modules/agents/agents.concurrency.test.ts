@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { type AgentsHarness, getSession, isSettled, newSession, parseSse, streamEvent, startAgentsApp } from './agents.helpers';
+import { type AgentsHarness, getSession, isSettled, MODEL, newSession, parseSse, streamEvent, startAgentsApp } from './agents.helpers';
 import { manualClock } from '../../support/clock';
 import { waitFor } from '../../support/wait';
 
@@ -106,11 +106,17 @@ describe('agent turns under concurrency (postgres)', () => {
     up.reset();
     const gate = Promise.withResolvers<void>();
     up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
-    const { session } = await newSession(t, {});
     t.app.listen({ hostname: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${t.app.server!.port}`;
+    // All over the socket: an anonymous caller's workspace is its client address.
+    const api = async (method: string, path: string, body?: unknown) =>
+      (await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+    const getSession = (id: string) => api('GET', `/v1/agents/sessions/${id}`);
     try {
+      const agent = await api('POST', '/v1/agents', { model: MODEL });
+      const session = await api('POST', '/v1/agents/sessions', { agent_id: agent.id });
       const abort = new AbortController();
-      const res = await fetch(`http://127.0.0.1:${t.app.server!.port}/v1/agents/sessions/${session.id}/events/stream`, {
+      const res = await fetch(`${base}/v1/agents/sessions/${session.id}/events/stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ role: 'user', content: 'over the wire' }),
@@ -128,11 +134,11 @@ describe('agent turns under concurrency (postgres)', () => {
       }
       expect(parseSse(text.slice(0, text.indexOf('\n\n') + 2))[0]!.event).toBe('delta');
       abort.abort();
-      expect((await getSession(t, session.id)).status).toBe('in_progress');
+      expect((await getSession(session.id)).status).toBe('in_progress');
       gate.resolve();
-      expect((await waitFor(() => getSession(t, session.id), 'the turn', { until: isSettled })).status).toBe('idle');
-      const items = await t.request('GET', `/v1/agents/sessions/${session.id}/items`);
-      expect(items.body.data[0].content[0].text).toBe(LONG);
+      expect((await waitFor(() => getSession(session.id), 'the turn', { until: isSettled })).status).toBe('idle');
+      const items = await api('GET', `/v1/agents/sessions/${session.id}/items`);
+      expect(items.data[0].content[0].text).toBe(LONG);
     } finally {
       await t.app.stop(true);
     }

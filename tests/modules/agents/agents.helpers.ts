@@ -6,6 +6,7 @@ import type { DbKind } from '../../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
 
 export const MODEL = 'fake-model';
+export const ANONYMOUS_UNLIMITED = 'agents_anonymous=1000000/1m';
 /** 1000 per million tokens: one token costs 1000 micro-units. */
 export const PRICE_PER_MILLION = 1000;
 export const WEATHER_TOOL = {
@@ -28,7 +29,9 @@ export interface AgentsHarness {
 
 export async function startAgentsApp(kind: DbKind, env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<AgentsHarness> {
   const up = await startFakeUpstream({ models: [MODEL] });
-  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, ...env }, opts);
+  // These tests drive turns anonymously from one (socketless) address, far past the per-address
+  // limit of open mode; that limit has its own test in agents.auth.test.ts.
+  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, RATE_LIMITS: ANONYMOUS_UNLIMITED, ...env }, opts);
   await t.services.pricing.setModelPrices([{ slug: MODEL, unit: 'per_million_tokens', price: PRICE_PER_MILLION }]);
   return {
     t,

@@ -62,6 +62,13 @@ describe('publishing', () => {
     await expect(attempt({ path: loop })).rejects.toThrow(/symlink "self"/);
   });
 
+  test('a file name with a backslash is refused: Windows extractors would write `..\\..\\evil.txt` above their folder', async () => {
+    for (const name of ['..\\..\\evil.txt', 'sub\\file.bin']) {
+      const dir = bundle({ 'ok.txt': 'fine', [name]: 'payload' });
+      await expect(attempt({ path: dir })).rejects.toThrow(/a file name with "\\" cannot go into a ZIP/);
+    }
+  });
+
   test('nothing of a refused publish is visible', async () => {
     const rows = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from artifacts`);
     expect(rows[0]!.n).toBe(0);
