@@ -1,5 +1,5 @@
 /**
- * Money is bigint micro-units (millionths of the major unit) everywhere inside (DECISIONS §2);
+ * Money is bigint micro-units (millionths of the major unit) everywhere inside, so a request's cost (a fraction of a cent) is never rounded away;
  * these are the only conversions to and from major units, used at the HTTP edge.
  */
 export const MICROS_PER_UNIT = 1_000_000n;

@@ -88,7 +88,7 @@ export function createPricingService(ctx: AppContext) {
       return p ? { unit: p.unit, priceMicros: p.priceMicros } : null;
     },
 
-    /** The public catalog; `limit` caps each list (DECISIONS §5). */
+    /** The public catalog; `limit` caps each list (models and GPUs) separately. */
     catalog(limit?: number) {
       const n = limit ?? Number.POSITIVE_INFINITY;
       return { models: models.slice(0, n).map(modelView), gpus: gpus.slice(0, n).map(gpuView) };

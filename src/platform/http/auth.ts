@@ -1,13 +1,14 @@
 /**
  * The one auth layer. A route declares the credentials it accepts, `{ auth: ['session', 'key'] }`,
- * and gets `caller`; no module parses Authorization itself (SPEC "Authentication").
+ * and gets `caller`; no module parses Authorization itself.
  *   session: `Authorization: Bearer <session token>` or the `cpd_session` cookie   (S)
- *   query:   `?token=<session token>`, only where SPEC marks Q                      (Q)
+ *   query:   `?token=<session token>`, only on link downloads                        (Q)
  *   key:     `Authorization: Bearer bfvk-…`                                          (K)
  *   admin:   a session whose account has the admin role (403 otherwise)
  */
 import { Elysia } from 'elysia';
 import { AppError } from '../errors';
+import { requireSameOriginForCookie } from './origin';
 
 export type AuthMode = 'session' | 'query' | 'key' | 'admin';
 
@@ -86,11 +87,24 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
   return caller;
 }
 
-export const authPlugin = (resolver: CallerResolver) =>
-  new Elysia({ name: 'cpd/auth' }).macro({
+/**
+ * The `auth` macro. The caller is resolved in `transform`, before the body is validated: without
+ * a credential the answer is 401 whatever the body's fields or type (a body that is not even
+ * well-formed JSON is the one thing Elysia reports first, as 400, when it parses). A
+ * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
+ * (platform/http/origin.ts). No parse hook: it would hide the routes' JSON bodies from the
+ * OpenAPI document.
+ */
+export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
+  const callers = new WeakMap<Request, Caller>();
+  return new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
-      async resolve({ request }) {
-        return { caller: await resolveCaller(resolver, request, modes) };
+      async transform({ request }) {
+        const caller = await resolveCaller(resolver, request, modes);
+        if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
+        callers.set(request, caller);
       },
+      resolve: ({ request }) => ({ caller: callers.get(request)! }),
     }),
   });
+};

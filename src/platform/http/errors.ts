@@ -1,5 +1,5 @@
 /**
- * The error contract (DECISIONS §2): every non-2xx body is {"error": string} as JSON; Elysia's
+ * The error contract: every non-2xx body is {"error": string} as JSON; Elysia's
  * own 422 and plain-text 404 never leak; unknown errors become 500 without internals.
  */
 import { Elysia } from 'elysia';

@@ -3,7 +3,7 @@ import { createPricingService } from '../../../src/modules/pricing';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { until } from '../registry/support';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`pricing (${kind})`, () => {
@@ -123,7 +123,7 @@ for (const kind of DB_KINDS) {
         const pricing = createPricingService(other.ctx);
         await pricing.load();
         await t.services.pricing.setModelPrices([{ slug: 'shared', unit: 'per_million_tokens', price: 3 }]);
-        await until(() => pricing.priceOf('shared')?.priceMicros === 3_000_000n, 'the other cache to reload');
+        await waitFor(() => pricing.priceOf('shared')?.priceMicros === 3_000_000n, 'the other cache to reload');
         expect(pricing.catalog().models[0]).toMatchObject({ slug: 'shared', price: 3 });
       } finally {
         await other.close();
