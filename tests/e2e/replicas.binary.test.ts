@@ -185,7 +185,7 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     await setPrice(0.003);
     const user = users[0]!;
     for (const r of replicas) {
-      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.003000', `X-Cost 0.003 on ${r.url}`, 1_000);
+      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.003000', `X-Cost 0.003 on ${r.url}`, { timeoutMs: 1_000 });
     }
   });
 
@@ -195,7 +195,7 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     for (const r of replicas) expect((await chatJson(r.url, user, revoked.key)).status).toBe(200);
     expect((await call(lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
     for (const r of replicas) {
-      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url}`, 1_000);
+      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url}`, { timeoutMs: 1_000 });
     }
     for (const r of replicas) {
       expect((await chatJson(r.url, user, revoked.key)).status).toBe(401);
@@ -239,8 +239,8 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     expect((await call(lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
     await setPrice(0.004);
     for (const r of replicas) {
-      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, 15_000);
-      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.004000', `X-Cost 0.004 on ${r.url} after the cut`, 15_000);
+      await waitFor(async () => (await chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, { timeoutMs: 15_000 });
+      await waitFor(async () => (await chatJson(r.url, user)).headers.get('x-cost') === '0.004000', `X-Cost 0.004 on ${r.url} after the cut`, { timeoutMs: 15_000 });
     }
     duringCut = false;
   }, 60_000);
