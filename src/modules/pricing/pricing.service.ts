@@ -40,7 +40,7 @@ function duplicate(values: string[]): string | null {
 function priceMicros(what: string, value: number): bigint {
   if (!Number.isFinite(value) || value < 0) throw new AppError('invalid', `${what}: price must be a finite non-negative number`);
   const micros = exactMajorToMicros(value);
-  if (micros === null) throw new AppError('invalid', `${what}: price must have at most 6 decimals`);
+  if (micros === null) throw new AppError('invalid', `${what}: price must have at most 6 decimals and be below 1000000000000`);
   return micros;
 }
 

@@ -77,6 +77,7 @@ for (const kind of DB_KINDS) {
       ['not a list', { models: 'x' }],
       ['a price with 7 decimals', { models: [{ slug: 'a', unit: 'per_request', price: 0.0000004 }] }],
       ['a price of 1.1234567', { models: [{ slug: 'a', unit: 'per_million_tokens', price: 1.1234567 }] }],
+      ['a price beyond a bigint of micro-units', { models: [{ slug: 'a', unit: 'per_request', price: 1e308 }] }],
     ])('PUT models refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/models', { token: admin.token, body });
       expect(res.status).toBe(400);
@@ -88,6 +89,7 @@ for (const kind of DB_KINDS) {
       ['duplicate name', { gpus: [{ name: 'a', hourly_price: 1 }, { name: 'a', hourly_price: 1 }] }],
       ['empty name', { gpus: [{ name: '', hourly_price: 1 }] }],
       ['a price with 7 decimals', { gpus: [{ name: 'a', hourly_price: 2.0000001 }] }],
+      ['a price of 1e12', { gpus: [{ name: 'a', hourly_price: 1e12 }] }],
     ])('PUT gpus refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/gpus', { token: admin.token, body });
       expect(res.status).toBe(400);
