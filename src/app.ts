@@ -17,7 +17,7 @@ import { createDownloads, createRegistryService, registryPages, registryRoutes }
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import type { AppContext } from './platform/context';
-import { authPlugin } from './platform/http/auth';
+import { type AuthMode, authModesByRoute, authenticate, authPlugin } from './platform/http/auth';
 import { jsonBodiesOnly } from './platform/http/body-type';
 import { htmlSecurityHeaders } from './platform/http/html';
 import { foreignOriginGuard } from './platform/http/origin';
@@ -64,12 +64,19 @@ export async function buildApp(ctx: AppContext) {
   // default (exactMirror) copies a value into the schema's shape before validating, so a string
   // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
+  // A body that is not JSON fails at parsing, before the auth macro: the gate answers with the
+  // route's auth error first (no credential: 401 whatever the body). Filled once the app is built.
+  let routeAuth = new Map<string, AuthMode[]>();
+  const strangerGate = async (request: Request, route: string) => {
+    const modes = routeAuth.get(`${request.method} ${route}`);
+    if (modes) await authenticate(accounts.resolver, publicOrigin, request, modes);
+  };
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(httpMetricsPlugin(ctx.metrics))
     // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
-    .use(errorPlugin(ctx.log))
+    .use(errorPlugin(ctx.log, strangerGate))
     .use(foreignOriginGuard(publicOrigin))
     .use(htmlSecurityHeaders(ctx.config.publicUrl))
     .use(
@@ -108,6 +115,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     );
 
+  routeAuth = authModesByRoute(app.routes);
   const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
 }

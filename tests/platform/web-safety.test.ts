@@ -79,14 +79,22 @@ describe('web safety', () => {
       ['{"models": "nope"}', 'application/json'],
       ['[1, 2]', 'application/json'],
       ['models=1', 'application/x-www-form-urlencoded'],
+      ['{"models": [', 'application/json'],
+      ['not json at all', 'application/json'],
     ] as const) {
       const res = await t.request('PUT', '/api/admin/billing/pricing/models', { body, headers: { 'content-type': type } });
       expect({ body, status: res.status }).toEqual({ body, status: 401 });
     }
     const res = await t.request('POST', '/api/billing/payments', { body: '{"amount": "lots"}' });
     expect(res.status).toBe(401);
+    // A path with a parameter, and a body that is not JSON: still the auth answer first.
+    expect((await t.request('PATCH', '/api/admin/users/usr_nobody', { body: '{"disabled": tru' })).status).toBe(401);
     // With the credential, the body is then checked.
     expect((await t.request('PUT', '/api/admin/billing/pricing/models', { body: '{"models": "nope"}', token: admin.token })).status).toBe(400);
+    const broken = await t.request('PUT', '/api/admin/billing/pricing/models', { body: '{"models": [', token: admin.token });
+    expect({ status: broken.status, body: broken.body }).toEqual({ status: 400, body: { error: 'request body is not valid JSON' } });
+    // A public route keeps its 400 for a body that is not JSON.
+    expect((await t.request('POST', '/api/auth/login', { body: '{"identifier":', headers: { origin: SITE } })).status).toBe(400);
   });
 
   test('HTML pages carry CSP, nosniff, frame and referrer headers; JSON answers are untouched', async () => {

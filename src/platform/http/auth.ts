@@ -100,11 +100,35 @@ export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
   return new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
       async transform({ request }) {
-        const caller = await resolveCaller(resolver, request, modes);
-        if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
-        callers.set(request, caller);
+        callers.set(request, await authenticate(resolver, publicOrigin, request, modes));
       },
       resolve: ({ request }) => ({ caller: callers.get(request)! }),
+      // Also tells authModesByRoute (and readers of the OpenAPI document) what the route accepts.
+      detail: { [AUTH_DETAIL]: modes } as Record<string, unknown>,
     }),
   });
 };
+
+/** The caller for `modes`, a cookie-authenticated unsafe request only from PUBLIC_URL's origin; else 401/403. */
+export async function authenticate(resolver: CallerResolver, publicOrigin: string, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
+  const caller = await resolveCaller(resolver, request, modes);
+  if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
+  return caller;
+}
+
+/** An OpenAPI extension on each protected operation: the credentials it accepts. */
+const AUTH_DETAIL = 'x-cpd-auth';
+
+/**
+ * "METHOD /route/:template" → the credentials the route accepts, read from a built app's routes.
+ * Elysia parses a body before any route hook runs, so a body that is not JSON fails before the
+ * `auth` macro; the error plugin looks the route up here to answer a stranger 401 all the same.
+ */
+export function authModesByRoute(routes: ReadonlyArray<{ method: string; path: string; hooks?: { detail?: unknown } }>): Map<string, AuthMode[]> {
+  const table = new Map<string, AuthMode[]>();
+  for (const r of routes) {
+    const modes = (r.hooks?.detail as Record<string, unknown> | undefined)?.[AUTH_DETAIL];
+    if (Array.isArray(modes)) table.set(`${r.method} ${r.path}`, modes as AuthMode[]);
+  }
+  return table;
+}
