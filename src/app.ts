@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
-import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
+import { agentAuthPlugin, agentsRoutes, createAgentsService, refuseAgentStranger } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
@@ -66,10 +66,18 @@ export async function buildApp(ctx: AppContext) {
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
   // A body that is not JSON fails at parsing, before the auth macro: the gate answers with the
   // route's auth error first (no credential: 401 whatever the body). Filled once the app is built.
-  let routeAuth = new Map<string, AuthMode[]>();
+  let routeAuth = new Map<string, string[]>();
+  const agentAuth = {
+    cloudKey: ctx.config.agentCloudApiKey,
+    resolver: accounts.resolver,
+    anonymousLimiter: namedLimiter(ctx, 'agents_anonymous'),
+    trustProxy: ctx.config.trustProxy,
+  };
   const strangerGate = async (request: Request, route: string) => {
     const modes = routeAuth.get(`${request.method} ${route}`);
-    if (modes) await authenticate(accounts.resolver, publicOrigin, request, modes);
+    if (!modes) return;
+    if (modes.includes('agent')) await refuseAgentStranger(request, agentAuth);
+    else await authenticate(accounts.resolver, publicOrigin, request, modes as AuthMode[]);
   };
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
@@ -106,12 +114,7 @@ export async function buildApp(ctx: AppContext) {
     .use(
       agentsRoutes({
         agents,
-        auth: agentAuthPlugin({
-          cloudKey: ctx.config.agentCloudApiKey,
-          resolver: accounts.resolver,
-          anonymousLimiter: namedLimiter(ctx, 'agents_anonymous'),
-          trustProxy: ctx.config.trustProxy,
-        }),
+        auth: agentAuthPlugin(agentAuth),
       }),
     );
 

@@ -58,6 +58,18 @@ export const agentAuthPlugin = (deps: AgentAuthDeps) => {
         principals.set(request, await principalOf(request, clientAddress(request, server, deps.trustProxy), deps));
       },
       resolve: ({ request }) => ({ principal: principals.get(request)! }),
+      // Read back by the app's parse-error gate (authModesByRoute) and shown in the OpenAPI document.
+      detail: { 'x-cpd-auth': ['agent'] } as Record<string, unknown>,
     }),
   });
 };
+
+/**
+ * For a body that failed to parse (before the macro ran): the 401 the macro would give. Open mode
+ * lets anyone call, so only a presented bfvk- key or a configured AGENT_CLOUD_API_KEY is checked,
+ * and no anonymous request is spent.
+ */
+export async function refuseAgentStranger(request: Request, deps: AgentAuthDeps): Promise<void> {
+  if (deps.cloudKey === null && !presentedKey(request)?.startsWith(API_KEY_PREFIX)) return;
+  await principalOf(request, null, deps);
+}

@@ -89,8 +89,9 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
 
 /**
  * The `auth` macro. The caller is resolved in `transform`, before the body is validated: without
- * a credential the answer is 401 whatever the body's fields or type (a body that is not even
- * well-formed JSON is the one thing Elysia reports first, as 400, when it parses). A
+ * a credential the answer is 401 whatever the body's fields or type. A body that is not even
+ * well-formed JSON fails earlier, when Elysia parses it; the error plugin then asks
+ * authModesByRoute's table and answers the route's auth error first. A
  * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
  * (platform/http/origin.ts). No parse hook: it would hide the routes' JSON bodies from the
  * OpenAPI document.
@@ -120,15 +121,16 @@ export async function authenticate(resolver: CallerResolver, publicOrigin: strin
 const AUTH_DETAIL = 'x-cpd-auth';
 
 /**
- * "METHOD /route/:template" → the credentials the route accepts, read from a built app's routes.
+ * "METHOD /route/:template" → the credentials the route accepts (AuthModes, or `agent` for the
+ * agent API's own macro), read from a built app's routes.
  * Elysia parses a body before any route hook runs, so a body that is not JSON fails before the
  * `auth` macro; the error plugin looks the route up here to answer a stranger 401 all the same.
  */
-export function authModesByRoute(routes: ReadonlyArray<{ method: string; path: string; hooks?: { detail?: unknown } }>): Map<string, AuthMode[]> {
-  const table = new Map<string, AuthMode[]>();
+export function authModesByRoute(routes: ReadonlyArray<{ method: string; path: string; hooks?: { detail?: unknown } }>): Map<string, string[]> {
+  const table = new Map<string, string[]>();
   for (const r of routes) {
     const modes = (r.hooks?.detail as Record<string, unknown> | undefined)?.[AUTH_DETAIL];
-    if (Array.isArray(modes)) table.set(`${r.method} ${r.path}`, modes as AuthMode[]);
+    if (Array.isArray(modes)) table.set(`${r.method} ${r.path}`, modes as string[]);
   }
   return table;
 }

@@ -30,6 +30,15 @@ for (const kind of DB_KINDS) {
       }
     });
 
+    test('a body that is not JSON gets the 401 first; with the cloud key it is then a 400', async () => {
+      for (const path of ['/v1/agents', '/v1/agents/sessions/sess_x/events']) {
+        const stranger = await t.request('POST', path, { body: '{"model": ' });
+        expect({ path, status: stranger.status }).toEqual({ path, status: 401 });
+        const keyed = await t.request('POST', path, { body: '{"model": ', headers: { authorization: `Bearer ${CLOUD_KEY}` } });
+        expect({ path, status: keyed.status, body: keyed.body }).toEqual({ path, status: 400, body: { error: 'request body is not valid JSON' } });
+      }
+    });
+
     test('the cloud key works as Bearer and as ApiKey, in the shared workspace', async () => {
       const viaBearer = await t.request('POST', '/v1/agents', { headers: { authorization: `Bearer ${CLOUD_KEY}` }, body: { model: 'm' } });
       expect(viaBearer.status).toBe(201);
@@ -72,6 +81,11 @@ for (const kind of DB_KINDS) {
       expect(created.status).toBe(201);
       const res = await t.request('GET', `/v1/agents/${created.body.id}`, { headers: { authorization: 'Bearer anything' } });
       expect(res.status).toBe(200);
+    });
+
+    test('a body that is not JSON is a 400 (no credential is needed); a revoked-looking bfvk- key is still 401', async () => {
+      expect((await t.request('POST', '/v1/agents', { body: '{"model": ' })).status).toBe(400);
+      expect((await t.request('POST', '/v1/agents', { body: '{"model": ', headers: { authorization: 'Bearer bfvk-notakey' } })).status).toBe(401);
     });
 
     test('a bfvk- key is still checked: a valid one selects its owner, an unknown one is 401', async () => {
