@@ -6,13 +6,16 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench migrations clean deps test-tools console
+.PHONY: run test build check lint typecheck bench migrations clean deps test-tools console release release-check release-tools
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
 # cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
-# console's browser tests, promtool for the alert rules and the metrics format), installed from
-# Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus
+# console's browser tests, promtool for the alert rules and the metrics format, jq for the README
+# walkthrough), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus jq:jq
+# `make release-check` runs the linux-arm64 artifact under qemu with Debian's arm64 glibc as its root.
+RELEASE_TOOLS := qemu-aarch64-static:qemu-user-static /usr/aarch64-linux-gnu/lib/libc.so.6:libc6-arm64-cross \
+  /usr/aarch64-linux-gnu/lib/libgcc_s.so.1:libgcc-s1-arm64-cross
 
 # The web console and the OpenAPI UI, bundled for the browser by Bun.build and embedded in the binary
 # as one generated module (git-ignored); see scripts/build-console.ts.
@@ -24,10 +27,13 @@ run: build
 test: build test-tools
 	$(BUN) test --timeout 60000
 
-test-tools:
-	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || echo $${t#*:}; done); \
+# Each entry is command-or-file:debian-package.
+test-tools: TOOLS = $(TEST_TOOLS)
+release-tools: TOOLS = $(RELEASE_TOOLS)
+test-tools release-tools:
+	@missing=$$(for t in $(TOOLS); do c=$${t%%:*}; command -v $$c >/dev/null 2>&1 || [ -e $$c ] || echo $${t#*:}; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "installing test tools: $$missing"; \
+	  echo "installing: $$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
@@ -44,6 +50,10 @@ console: $(CONSOLE_BUNDLE)
 $(CONSOLE_BUNDLE): $(DEPS_STAMP) scripts/build-console.ts $(shell find src/console/app -type f 2>/dev/null)
 	$(BUN) scripts/build-console.ts
 
+# `cpd version` names the commit and target (scripts/release.ts sets the same for each release target).
+BUILD_DEFINES = --define CPD_BUILD_COMMIT='"$(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"' \
+  --define CPD_BUILD_TARGET='"$(shell uname -s | tr A-Z a-z)-$(shell uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')"'
+
 dist/cpd: $(DEPS_STAMP) $(CONSOLE_BUNDLE) $(shell find src migrations -type f 2>/dev/null) CHANGELOG.md package.json Makefile
 	@mkdir -p dist
 	@# Build to a private name, then rename: running copies keep their file, parallel builds do not clash.
@@ -58,7 +68,15 @@ dist/cpd: $(DEPS_STAMP) $(CONSOLE_BUNDLE) $(shell find src migrations -type f 2>
 	@# identifiers Elysia/TypeBox silently stop coercing and range-checking query values (limit=0 or
 	@# limit=201 pass as strings), so the shipped binary would accept what the API documents as 400.
 	@# tests/e2e/validation.binary.test.ts holds the binary to every schema constraint.
-	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --splitting --format=esm --minify-whitespace --minify-syntax --sourcemap=none --outfile $$tmp && mv -f $$tmp dist/cpd
+	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --splitting --format=esm --minify-whitespace --minify-syntax --sourcemap=none $(BUILD_DEFINES) --outfile $$tmp && mv -f $$tmp dist/cpd
+
+# One executable per supported host in dist/release/ with SHA256SUMS (scripts/release.ts says how).
+release: $(DEPS_STAMP) $(CONSOLE_BUNDLE)
+	$(BUN) scripts/release.ts
+
+# The linux-arm64 artifact under qemu: version, /healthz, register and login on the embedded database.
+release-check: release release-tools
+	$(BUN) test --timeout 60000 ./tests/release/arm64.check.ts
 
 check: typecheck lint
 

@@ -9,7 +9,7 @@ import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
-import { billingRoutes, createBillingService } from './modules/billing';
+import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
 import { createCostReport, createRouterService, createUsageLog, routerRoutes } from './modules/router';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
@@ -17,7 +17,10 @@ import { createDownloads, createRegistryService, registryPages, registryRoutes }
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import type { AppContext } from './platform/context';
-import { authPlugin } from './platform/http/auth';
+import { type AuthMode, authModesByRoute, authenticate, authPlugin } from './platform/http/auth';
+import { jsonBodiesOnly } from './platform/http/body-type';
+import { htmlSecurityHeaders } from './platform/http/html';
+import { foreignOriginGuard } from './platform/http/origin';
 import { namedLimiter } from './platform/http/rate-limit';
 import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
@@ -32,7 +35,8 @@ export async function buildApp(ctx: AppContext) {
   const accounts = createAccountsService(ctx);
   const audit = createAuditService(ctx);
   const site = createSiteService(ctx);
-  const auth = authPlugin(accounts.resolver);
+  const publicOrigin = new URL(ctx.config.publicUrl).origin;
+  const auth = authPlugin(accounts.resolver, publicOrigin);
   const pricing = createPricingService(ctx);
   const store = openObjectStore(ctx.config, ctx.clock);
   const registry = createRegistryService(ctx, { store });
@@ -60,10 +64,21 @@ export async function buildApp(ctx: AppContext) {
   // default (exactMirror) copies a value into the schema's shape before validating, so a string
   // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
+  // A body that is not JSON fails at parsing, before the auth macro: the gate answers with the
+  // route's auth error first (no credential: 401 whatever the body). Filled once the app is built.
+  let routeAuth = new Map<string, AuthMode[]>();
+  const strangerGate = async (request: Request, route: string) => {
+    const modes = routeAuth.get(`${request.method} ${route}`);
+    if (modes) await authenticate(accounts.resolver, publicOrigin, request, modes);
+  };
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(httpMetricsPlugin(ctx.metrics))
-    .use(errorPlugin(ctx.log))
+    // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
+    .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
+    .use(errorPlugin(ctx.log, strangerGate))
+    .use(foreignOriginGuard(publicOrigin))
+    .use(htmlSecurityHeaders(ctx.config.publicUrl))
     .use(
       openapi({
         // The UI at /api/docs is the console's (embedded Swagger UI); the plugin only serves the spec.
@@ -88,8 +103,19 @@ export async function buildApp(ctx: AppContext) {
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
     .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
-    .use(agentsRoutes({ agents, auth: agentAuthPlugin(ctx.config.agentCloudApiKey, accounts.resolver) }));
+    .use(
+      agentsRoutes({
+        agents,
+        auth: agentAuthPlugin({
+          cloudKey: ctx.config.agentCloudApiKey,
+          resolver: accounts.resolver,
+          anonymousLimiter: namedLimiter(ctx, 'agents_anonymous'),
+          trustProxy: ctx.config.trustProxy,
+        }),
+      }),
+    );
 
+  routeAuth = authModesByRoute(app.routes);
   const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
 }

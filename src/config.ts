@@ -1,11 +1,26 @@
 /**
- * Environment → typed, validated Config, read once at start-up (DECISIONS §1).
- * A bad value throws ConfigError naming the variable; the CLI prints it and exits 2.
+ * Environment → typed, validated Config: the one place the environment is read, once, at
+ * start-up. A bad value throws ConfigError naming the variable; the CLI prints it and exits 2.
+ * Modules get their typed slice (`config.router`, `config.gateway`, `config.runtime`, …) and never
+ * see the raw environment.
+ *
+ * Adding a variable:
+ *   1. read it in loadConfig below with `get('NAME')` through a checker of config-parse.ts
+ *      (number, oneOf, httpUrl, pairs, parseDuration), its default beside it;
+ *   2. put the typed value in the Config slice of the module that uses it (a module with many
+ *      settings exports a parser taking `get`, as router.config.ts does, and loadConfig calls it);
+ *   3. add it to docs/configuration.md and, when operators set it, to the README table.
+ * A check that involves several variables (PAYMENT_MODE and PUBLIC_URL, PAYMENT_PROVIDERS and
+ * SITE) sits right after the reads it needs, throwing ConfigError for the variable to change.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
-import { type LimitName, parseRateLimits, type RateLimit } from './platform/http/rate-limit';
+import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from './config-parse';
+import { type RouterSettings, routerSettings } from './modules/router/router.config';
+import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
+
+export { ConfigError, parseDuration } from './config-parse';
 
 export type Site = 'intl' | 'cn';
 export type PaymentProviderId = 'card' | 'chat_wallet' | 'app_wallet';
@@ -18,6 +33,8 @@ export interface Config {
   port: number;
   publicUrl: string;
   databaseUrl: string | null;
+  /** DATABASE_READ_URL: a read replica for reports (cost report, usage log, CSV export); null reads the main database. */
+  databaseReadUrl: string | null;
   dataDir: string;
   storageUrl: string;
   s3: { endpoint: string | null; region: string | null; accessKeyId: string | null; secretAccessKey: string | null };
@@ -35,7 +52,6 @@ export interface Config {
   topupMax: number;
   /** MODEL_BACKENDS: upstream base URLs per model slug, each with the API key named by `#env:VAR` (or none). */
   modelBackends: Record<string, ConfiguredBackend[]>;
-  routes: string | null;
   releaseSource: 'github' | 'mirror';
   githubApiUrl: string;
   githubToken: string | null;
@@ -59,7 +75,9 @@ export interface Config {
   /** Whether a usage commit waits for PostgreSQL's WAL flush (USAGE_SYNCHRONOUS_COMMIT, default on). */
   usageSynchronousCommit: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
-  env: Record<string, string | undefined>;
+  router: RouterSettings;
+  gateway: { maxBodyBytes: number };
+  runtime: RuntimeSettings;
 }
 
 export interface ConfiguredBackend {
@@ -67,70 +85,38 @@ export interface ConfiguredBackend {
   apiKey: string | null;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-  }
+/** Where the engine and router runtimes are, when not the installed `current` version. */
+export interface RuntimeSettings {
+  /** ARIA_ENGINE_BIN, ARIA_ROUTER_BIN, ARIA_FFI_LIB, ARIA_ROUTER_FFI_LIB (null: the installed one). */
+  engineBin: string | null;
+  routerBin: string | null;
+  engineLib: string | null;
+  routerLib: string | null;
+  /** ARIA_ROUTER=supervise: also run the installed aria router. */
+  superviseRouter: boolean;
+  /** The environment engine processes inherit: the server's, without its secrets (engines need none). */
+  childEnv: Record<string, string | undefined>;
 }
 
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const SECRET_NAME = /SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$|^DATABASE_URL$/i;
 
-/** "12h", "300s", "1500ms", or a bare number of seconds. */
-export function parseDuration(variable: string, raw: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(raw.trim());
-  if (!m) throw new ConfigError(variable, `"${raw}" is not a duration (examples: 300s, 12h)`);
-  const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? 's']!;
-  if (!(ms > 0) || !Number.isFinite(ms)) throw new ConfigError(variable, 'must be a positive duration');
-  return ms;
+/** True for http(s)://localhost, 127.0.0.0/8 and [::1]: a site only this machine can reach. */
+export function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-function number(variable: string, raw: string, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(variable, `"${raw}" is not a number`);
-  if (opts.integer && !Number.isInteger(n)) throw new ConfigError(variable, `"${raw}" is not an integer`);
-  if (opts.min !== undefined && n < opts.min) throw new ConfigError(variable, `must be at least ${opts.min}`);
-  if (opts.max !== undefined && n > opts.max) throw new ConfigError(variable, `must be at most ${opts.max}`);
-  return n;
-}
+/** Which site a payment provider belongs to: its currency is that site's. */
+export const PROVIDER_SITE: Record<PaymentProviderId, Site> = { card: 'intl', chat_wallet: 'cn', app_wallet: 'cn' };
 
-function oneOf<T extends string>(variable: string, raw: string, values: readonly T[]): T {
-  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(variable, `"${raw}" is not one of ${values.join(', ')}`);
-  return raw as T;
-}
-
-function httpUrl(variable: string, raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new ConfigError(variable, `"${raw}" is not a URL`);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, 'must be an http(s) URL');
-  return raw.replace(/\/+$/, '');
-}
-
-/** `a=x,b=y` → {a: x, b: y}; a key may repeat (several backends for one model). */
-function pairs(variable: string, raw: string): Array<[string, string]> {
-  return raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map((entry) => {
-      const i = entry.indexOf('=');
-      if (i <= 0 || i === entry.length - 1) throw new ConfigError(variable, `"${entry}" is not name=value`);
-      return [entry.slice(0, i).trim(), entry.slice(i + 1).trim()] as [string, string];
-    });
-}
+const DEFAULT_GATEWAY_MAX_BODY = 4 * 1024 * 1024;
 
 /** `url` or `url#env:VAR`: the backend's API key is read from VAR (never written in MODEL_BACKENDS itself). */
 function configuredBackend(value: string, get: (name: string) => string | undefined): ConfiguredBackend {
   const at = value.indexOf('#');
   if (at < 0) return { url: httpUrl('MODEL_BACKENDS', value), apiKey: null };
   const ref = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(value.slice(at + 1));
-  if (!ref) // The text after # is not echoed: it may be a key written inline by mistake.
+  // The text after # is not echoed: it may be a key written inline by mistake.
   if (!ref) throw new ConfigError('MODEL_BACKENDS', `what follows # in a backend must be #env:VARIABLE (the variable holding its API key)`);
   const apiKey = get(ref[1]!);
   if (apiKey === undefined) throw new ConfigError('MODEL_BACKENDS', `${ref[1]} (named by #env:) is not set`);
@@ -142,6 +128,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const v = env[name];
     return v === undefined || v === '' ? undefined : v;
   };
+  // The deploy/ templates mark what the operator must fill in; a forgotten one must not become a
+  // publicly known key or a credential that fails at the first payment.
+  for (const [name, value] of Object.entries(env))
+    if (value?.startsWith('CHANGE-ME')) throw new ConfigError(name, 'still holds the template placeholder CHANGE-ME: set a real value');
   const site = oneOf('SITE', get('SITE') ?? 'intl', ['intl', 'cn'] as const);
   const port = number('PORT', get('PORT') ?? '8080', { min: 0, max: 65535, integer: true });
   const host = get('HOST') ?? '0.0.0.0';
@@ -150,6 +140,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const databaseUrl = get('DATABASE_URL') ?? null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
+  const databaseReadUrl = get('DATABASE_READ_URL') ?? null;
+  if (databaseReadUrl && !/^postgres(ql)?:\/\//.test(databaseReadUrl))
+    throw new ConfigError('DATABASE_READ_URL', 'must start with postgres:// or postgresql://');
+  // The embedded database has no replicas: a read URL next to it would be a second, unrelated database.
+  if (databaseReadUrl && !databaseUrl) throw new ConfigError('DATABASE_READ_URL', 'needs DATABASE_URL (a replica of that PostgreSQL database)');
 
   const dataDir = resolve(get('DATA_DIR') ?? './data');
   const storageUrl = get('STORAGE_URL') ?? `file://${join(dataDir, 'objects')}`;
@@ -162,7 +157,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .filter(Boolean)
     .map((p) => oneOf('PAYMENT_PROVIDERS', p, allProviders));
 
-  const paymentMode = oneOf('PAYMENT_MODE', get('PAYMENT_MODE') ?? 'sandbox', ['sandbox', 'live'] as const);
+  for (const p of paymentProviders)
+    if (PROVIDER_SITE[p] !== site) throw new ConfigError('PAYMENT_PROVIDERS', `${p} is a provider of the ${PROVIDER_SITE[p]} site, not of SITE=${site}`);
+
+  // Sandbox payments credit wallets for free: the default only where nobody else can reach the site.
+  const explicitMode = get('PAYMENT_MODE');
+  if (explicitMode === undefined && !isLoopbackUrl(publicUrl))
+    throw new ConfigError('PAYMENT_MODE', 'must be set (live, or sandbox for a test site) when PUBLIC_URL is not loopback');
+  const paymentMode = oneOf('PAYMENT_MODE', explicitMode ?? 'sandbox', ['sandbox', 'live'] as const);
   const topupMin = number('TOPUP_MIN', get('TOPUP_MIN') ?? '1', { min: 0.01 });
   const topupMax = number('TOPUP_MAX', get('TOPUP_MAX') ?? '10000', { min: 0.01 });
   if (topupMax < topupMin) throw new ConfigError('TOPUP_MAX', 'must not be below TOPUP_MIN');
@@ -184,6 +186,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ConfigError('RELEASE_REPOS', `"${repo}" is not owner/repo`);
     releaseRepos[component as Component] = repo;
   }
+  const routes = get('ROUTES') ?? null;
   const releaseMirrorUrl = get('RELEASE_MIRROR_URL') ? httpUrl('RELEASE_MIRROR_URL', get('RELEASE_MIRROR_URL')!) : null;
 
   const secretFromEnv = get('SECRET_KEY');
@@ -199,6 +202,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port,
     publicUrl,
     databaseUrl,
+    databaseReadUrl,
     dataDir,
     storageUrl,
     s3: {
@@ -217,7 +221,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     topupMin,
     topupMax,
     modelBackends,
-    routes: get('ROUTES') ?? null,
     releaseSource: oneOf('RELEASE_SOURCE', get('RELEASE_SOURCE') ?? (site === 'intl' ? 'github' : 'mirror'), [
       'github',
       'mirror',
@@ -238,7 +241,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     walletGrantTtlMs: parseDuration('WALLET_GRANT_TTL', get('WALLET_GRANT_TTL') ?? '30s'),
     usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
-    env,
+    router: routerSettings(get, routes, modelBackends),
+    gateway: {
+      maxBodyBytes: get('GATEWAY_MAX_BODY') ? number('GATEWAY_MAX_BODY', get('GATEWAY_MAX_BODY')!, { min: 1024, integer: true }) : DEFAULT_GATEWAY_MAX_BODY,
+    },
+    runtime: {
+      engineBin: get('ARIA_ENGINE_BIN') ?? null,
+      routerBin: get('ARIA_ROUTER_BIN') ?? null,
+      engineLib: get('ARIA_FFI_LIB') ?? null,
+      routerLib: get('ARIA_ROUTER_FFI_LIB') ?? null,
+      superviseRouter: get('ARIA_ROUTER') !== undefined && oneOf('ARIA_ROUTER', get('ARIA_ROUTER')!, ['supervise'] as const) === 'supervise',
+      // process.env too: tests pass a partial environment, and engines still need PATH and HOME.
+      childEnv: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([name]) => !SECRET_NAME.test(name))),
+    },
   };
 }
 
@@ -314,10 +329,6 @@ function paymentCredentials(get: (name: string) => string | undefined, live: Pay
         }
       : null,
   };
-}
-
-function fail(variable: string, message: string): never {
-  throw new ConfigError(variable, message);
 }
 
 function readOrCreateSecret(dataDir: string): string {

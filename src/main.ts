@@ -40,6 +40,10 @@ const commands: Record<string, () => Promise<Command>> = {
 };
 
 async function main(argv: string[]) {
+  // Everything cpd writes (the embedded database with password hashes and TOTP secrets, the
+  // secret key, objects, runtimes, logs) is for this account only, whatever umask it was started
+  // with: files 0600, folders 0700.
+  process.umask(0o077);
   const [name, ...rest] = applyEnvFile(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${HELP.trim()}\n`);

@@ -3,7 +3,7 @@
  * on as one line and exit 2 (unreachable, in use, not where it was expected).
  */
 import { sql } from 'drizzle-orm';
-import type { Config } from '../config';
+import { type Config, ConfigError } from '../config';
 import { createContext, type OpenOptions } from '../platform/context-factory';
 import { isDatabaseUnreachable, migrate } from '../platform/db';
 import { FatalError, rootMessage } from '../platform/errors';
@@ -24,11 +24,15 @@ export function openForCommand(config: Config, opts: OpenOptions = {}): Promise<
   return createContext(config, undefined, opts);
 }
 
-/** Applies pending migrations; failures become one line (unreachable: exit 2). */
+/**
+ * Applies pending migrations, recording the site in a fresh database; failures become one line
+ * (unreachable, or a database of the other site: exit 2).
+ */
 export async function migrateForCommand(ctx: CommandContext): Promise<string[]> {
   try {
-    return await migrate(ctx.database);
+    return await migrate(ctx.database, { site: ctx.config.site });
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw commandDatabaseError(ctx.config, err, 'migrations failed');
   }
 }

@@ -11,13 +11,14 @@ import { FatalError, parseCommand, UsageError } from './args';
 
 const HELP = `
 Usage:
-  cpd engine install [--component engine|router] [--tag T] [--rollback]
+  cpd engine install [--component engine|router] [--tag T] [--allow-unverified] [--rollback]
   cpd engine status [--json]
 
 install  downloads the release (latest, or --tag) of the engine (default) or router for this OS
          through the site's release source, checks size and SHA-256, unpacks it into
-         DATA_DIR/runtimes/<component>/<tag>/ and makes it current. --rollback switches back to
-         the version that was current before.
+         DATA_DIR/runtimes/<component>/<tag>/ and makes it current. A release that publishes no
+         digest is refused unless --allow-unverified. --rollback switches back to the version
+         that was current before.
 status   shows the processes \`cpd serve\` supervises (from DATA_DIR/runtimes/state.json):
          pid, port, model, state, restarts, last exit and last error.
 `;
@@ -53,7 +54,7 @@ function progressReporter(): { onProgress: (p: InstallProgress) => void; stop():
 }
 
 async function install(argv: string[]) {
-  const { values } = parseCommand(argv, { component: { type: 'string' }, tag: { type: 'string' }, rollback: { type: 'boolean' } }, HELP);
+  const { values } = parseCommand(argv, { component: { type: 'string' }, tag: { type: 'string' }, rollback: { type: 'boolean' }, 'allow-unverified': { type: 'boolean' } }, HELP);
   const component = (values.component ?? 'engine') as RuntimeComponent;
   if (component !== 'engine' && component !== 'router') throw new UsageError(`--component must be engine or router\n${HELP}`);
   const config = loadConfig();
@@ -67,7 +68,7 @@ async function install(argv: string[]) {
   const ctx = { config, clock: systemClock, log: createLogger('warn', pino.destination({ fd: 2, sync: true })), onShutdown: () => {} } as unknown as AppContext;
   const progress = progressReporter();
   try {
-    const result = await installRuntime(config, createReleasesService(ctx), { component, tag: values.tag, onProgress: progress.onProgress });
+    const result = await installRuntime(config, createReleasesService(ctx), { component, tag: values.tag, onProgress: progress.onProgress, allowUnverified: values['allow-unverified'] ?? false });
     progress.stop();
     console.log(JSON.stringify(result));
   } finally {

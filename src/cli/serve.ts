@@ -1,4 +1,5 @@
-import { loadConfig } from '../config';
+import { join } from 'node:path';
+import { isLoopbackUrl, loadConfig } from '../config';
 import { ensureWritableDir } from '../platform/context-factory';
 import { FatalError, parseCommand } from './args';
 import { migrateForCommand, openForCommand } from './database';
@@ -21,7 +22,11 @@ export async function serveCommand(argv: string[]) {
   const config = loadConfig();
   // Whatever will write under DATA_DIR is checked now, not at the first payment or upload.
   config.secretKey();
-  if (config.storageUrl.startsWith('file://')) ensureWritableDir(config.storageUrl.slice('file://'.length), config.env.STORAGE_URL ? 'STORAGE_URL' : 'DATA_DIR');
+  if (config.storageUrl.startsWith('file://')) {
+    const dir = config.storageUrl.slice('file://'.length);
+    // The default store is DATA_DIR/objects: name the variable the operator set.
+    ensureWritableDir(dir, dir === join(config.dataDir, 'objects') ? 'DATA_DIR' : 'STORAGE_URL');
+  }
   const ctx = await openForCommand(config);
   // The migration check connects first; the app's modules load while PostgreSQL sets up that
   // connection (start-up time, docs/operations.md). buildApp still runs only once it is done.
@@ -49,6 +54,8 @@ export async function serveCommand(argv: string[]) {
   const server = app.server!;
   // Engines start in the background (bundle download, FFI check); buildApp registered their stop.
   if (services.runtime.configured()) void services.runtime.start();
+  if (config.agentCloudApiKey === null && !isLoopbackUrl(config.publicUrl))
+    ctx.log.warn({ msg: 'the agent API is open to anyone: AGENT_CLOUD_API_KEY is unset and PUBLIC_URL is not loopback; anonymous agent turns run unbilled (rate limited per address)' });
   ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 
   let stopping = false;

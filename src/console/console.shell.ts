@@ -4,7 +4,7 @@
  * themselves are drawn in the browser from the JSON API.
  */
 import type { Config } from '../config';
-import { escapeHtml } from '../modules/site';
+import { escapeHtml } from '../platform/http/html';
 import { apiDocsEntry, assetUrl, consoleEntry } from './console.assets';
 
 export type Language = 'en' | 'zh-CN';

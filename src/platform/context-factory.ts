@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, ConfigError } from '../config';
 import { systemClock } from './clock';
@@ -7,6 +7,31 @@ import { openDatabase } from './db';
 import { FatalError, rootMessage } from './errors';
 import { createLogger, type Logger } from './logger';
 import { createMetricsRegistry } from './metrics/registry';
+
+/**
+ * DATA_DIR made by an older version or by hand may be 0755: close it to other accounts (what is
+ * inside then cannot be reached whatever its own mode). Not created here: `cpd migrate` on
+ * PostgreSQL writes nothing to DATA_DIR; a DATA_DIR owned by someone else is left as it is.
+ */
+function tightenDataDir(dataDir: string) {
+  try {
+    if ((statSync(dataDir).mode & 0o077) !== 0) chmodSync(dataDir, 0o700);
+  } catch {}
+}
+
+/**
+ * The embedded database's first files come out of PGlite's initial data directory with mode 0666,
+ * which no umask touches (it sets them explicitly). They hold password hashes and TOTP secrets:
+ * files 0600, folders 0700, once the database is open (files made later follow our umask).
+ */
+function closeToOthers(dir: string) {
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) chmodSync(path, 0o700);
+    else if (entry.isFile() && (statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  }
+  chmodSync(dir, 0o700);
+}
 
 export interface OpenOptions {
   /**
@@ -22,6 +47,7 @@ export async function createContext(
   log: Logger = createLogger(config.logLevel),
   opts: OpenOptions = {},
 ): Promise<AppContext & { shutdown(): Promise<void> }> {
+  tightenDataDir(config.dataDir);
   let pgliteDir: string | null = null;
   if (!config.databaseUrl) {
     pgliteDir = join(config.dataDir, 'pg');
@@ -36,10 +62,18 @@ export async function createContext(
     if (err instanceof FatalError) throw err;
     throw new FatalError(`cannot open the database: ${rootMessage(err)}`);
   });
+  // A small pool: reports are few and a replica's connections are not shared with the money path.
+  const reportDatabase = config.databaseReadUrl
+    ? await openDatabase({ databaseUrl: config.databaseReadUrl, maxConnections: 5 }).catch((err) => {
+        throw new FatalError(`cannot open the read replica (DATABASE_READ_URL): ${rootMessage(err)}`);
+      })
+    : undefined;
+  if (pgliteDir) closeToOthers(pgliteDir);
   const closers: Array<() => Promise<void> | void> = [];
   return {
     config,
     database,
+    ...(reportDatabase ? { reportDatabase } : {}),
     log,
     clock: systemClock,
     metrics: createMetricsRegistry(),
@@ -52,6 +86,7 @@ export async function createContext(
           log.error({ err }, 'shutdown step failed');
         }
       }
+      await reportDatabase?.close();
       await database.close();
     },
   };

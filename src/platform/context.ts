@@ -8,6 +8,11 @@ import type { MetricsRegistry } from './metrics/registry';
 export interface AppContext {
   config: Config;
   database: Database;
+  /**
+   * Where reports read (cost report, usage log, CSV export): the DATABASE_READ_URL replica, so a
+   * heavy report never takes connections or I/O from the money path. Absent: `database`.
+   */
+  reportDatabase?: Database;
   log: Logger;
   clock: Clock;
   /** Prometheus registry every module adds its metrics to (GET /metrics). */

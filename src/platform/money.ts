@@ -1,5 +1,5 @@
 /**
- * Money is bigint micro-units (millionths of the major unit) everywhere inside (DECISIONS §2);
+ * Money is bigint micro-units (millionths of the major unit) everywhere inside, so a request's cost (a fraction of a cent) is never rounded away;
  * these are the only conversions to and from major units, used at the HTTP edge.
  */
 export const MICROS_PER_UNIT = 1_000_000n;
@@ -23,12 +23,16 @@ export function microsToDecimal(micros: bigint): string {
 /** Major units (a JSON number) → micro-units; rounding absorbs binary float noise (0.1 → 100000). */
 export const majorToMicros = (major: number): bigint => BigInt(Math.round(major * 1_000_000));
 
+/** Amounts at or beyond this many major units do not fit a bigint column of micro-units (2^63 ≈ 9.2e18). */
+export const MAX_MAJOR = 1e12;
+
 /**
- * Major units (a JSON number) → micro-units, or null when the number has more than 6 decimals:
- * money is never rounded silently. Reads the number's shortest decimal form ("4e-7" included).
+ * Major units (a JSON number) → micro-units, or null when the number has more than 6 decimals
+ * (money is never rounded silently) or is not below MAX_MAJOR in size. Reads the number's shortest
+ * decimal form ("4e-7" included).
  */
 export function exactMajorToMicros(major: number): bigint | null {
-  if (!Number.isFinite(major)) return null;
+  if (!Number.isFinite(major) || Math.abs(major) >= MAX_MAJOR) return null;
   const m = /^-?(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(major));
   if (!m) return null;
   const places = (m[2]?.length ?? 0) - Number(m[3] ?? 0);

@@ -44,16 +44,9 @@ async function get(base: string, path: string, headers: Record<string, string> =
   return { status: res.status, headers: res.headers, text, body: text.startsWith('{') ? JSON.parse(text) : null };
 }
 
-/** GETs `path` until it answers `want` (or 30 s pass) and returns the last answer. */
-async function pollStatus(base: string, path: string, want: number) {
-  const deadline = Date.now() + 30_000;
-  let res = await get(base, path);
-  while (res.status !== want && Date.now() < deadline) {
-    await Bun.sleep(100);
-    res = await get(base, path);
-  }
-  return res;
-}
+/** GETs `path` until it answers `want` and returns that answer. */
+const pollStatus = (base: string, path: string, want: number) =>
+  waitFor(() => get(base, path), `${path} to answer ${want}`, { until: (res) => res.status === want });
 
 /** A raw HTTP/1.1 connection: `send` writes bytes, `received` is what came back so far, `response` resolves it all once the server closes. */
 async function rawConnection(base: string) {
@@ -97,10 +90,10 @@ describe('cpd command line', () => {
     }
   });
 
-  test('version prints the version', async () => {
+  test('version prints the version, the commit and the target', async () => {
     const r = await run(['version']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^cpd \d+\.\d+\.\d+/);
+    expect(r.stdout.trim()).toMatch(new RegExp(`^cpd \\d+\\.\\d+\\.\\d+ \\(commit [0-9a-f]{12}, ${process.platform}-${process.arch}\\)$`));
   });
 
   test('a bad PORT stops start-up with exit 2 and one line naming PORT', async () => {

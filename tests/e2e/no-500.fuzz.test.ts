@@ -27,6 +27,10 @@ import { makeApiKey, makeUser } from '../support/make';
 const SEED = 20261122;
 const CASES_PER_CALLER = 48;
 const REQUEST_TIMEOUT_MS = 10_000;
+/** Besides the bearer callers: a browser signed in by cookie, sending these origins in turn (none, foreign, this site's own). */
+const COOKIE_ORIGINS = [undefined, 'https://evil.example', 'null', 'http://localhost:8080', 'http://localhost:8080/'];
+/** Cases per route for the cookie caller: its point is the origin and content-type checks, not every body again. */
+const COOKIE_CASES = 16;
 
 let t: TestApp;
 let user: Awaited<ReturnType<typeof makeUser>>;
@@ -105,19 +109,29 @@ for (const site of ['intl', 'cn'] as const) {
       const statuses: Record<number, number> = {};
       for (const [routeIndex, route] of routes.entries()) {
         // Fresh sessions per route: logout, 2FA and session routes may legitimately end the previous ones.
-        const tokens: Record<Caller, string | undefined> = {
+        const tokens: Record<Caller | 'cookie', string | undefined> = {
           none: undefined,
           bogus: BOGUS_TOKENS[routeIndex % BOGUS_TOKENS.length],
           session: (await t.services.accounts.createSession(user.id)).token,
           key: apiKey,
           admin: (await t.services.accounts.createSession(admin.id)).token,
+          cookie: (await t.services.accounts.createSession(user.id)).token,
         };
-        for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin'] as const).entries()) {
-          const inputs = inputsFor(route, SEED + routeIndex * 5 + callerIndex, { realIds, plausible, count: CASES_PER_CALLER });
-          for (const input of inputs.slice(0, route.undeclared ? 3 : undefined)) {
+        for (const [callerIndex, caller] of (['none', 'bogus', 'session', 'key', 'admin', 'cookie'] as const).entries()) {
+          const count = caller === 'cookie' ? COOKIE_CASES : CASES_PER_CALLER;
+          const inputs = inputsFor(route, SEED + routeIndex * 6 + callerIndex, { realIds, plausible, count });
+          for (const [inputIndex, input] of inputs.slice(0, route.undeclared ? 3 : undefined).entries()) {
             const url = input.query ? `${input.path}?${input.query}` : input.path;
-            const headers = headersOf(input, tokens[caller]);
-            const label = labelOf(route, caller, input);
+            let headers: Record<string, string>;
+            let label: string;
+            if (caller === 'cookie') {
+              const origin = COOKIE_ORIGINS[inputIndex % COOKIE_ORIGINS.length];
+              headers = { ...headersOf(input, undefined), cookie: `cpd_session=${tokens.cookie}`, ...(origin === undefined ? {} : { origin }) };
+              label = `${labelOf(route, 'session', input)} (by cookie, origin ${origin ?? 'none'})`;
+            } else {
+              headers = headersOf(input, tokens[caller]);
+              label = labelOf(route, caller, input);
+            }
             requests++;
             let res: Response;
             let timer: ReturnType<typeof setTimeout> | undefined;

@@ -18,6 +18,21 @@ describe('TokenBucketLimiter', () => {
     expect(limiter.take('a')).toBe(0);
   });
 
+  test('memory is bounded: past maxKeys the least recently used bucket goes, a busy one stays', () => {
+    const limiter = new TokenBucketLimiter({ capacity: 2, refillPerSec: 1 / 3600 }, () => 0, 1000);
+    limiter.take('busy');
+    limiter.take('busy');
+    for (let i = 0; i < 50_000; i++) {
+      limiter.take(`flood-${i}`);
+      if (i % 100 === 0) limiter.take('busy');
+    }
+    expect(limiter.size).toBe(1000);
+    // The busy key was touched recently: still held, still empty.
+    expect(limiter.take('busy')).toBeGreaterThan(0);
+    // The flood's first keys were evicted: they start full again.
+    expect(limiter.take('flood-0')).toBe(0);
+  });
+
   test('enforce throws rate_limited with Retry-After', () => {
     const limiter = new TokenBucketLimiter({ capacity: 1, refillPerSec: 1 / 60 }, () => 0);
     limiter.enforce('k');
@@ -39,7 +54,7 @@ describe('named limits', () => {
     const config = loadConfig({ RATE_LIMITS: 'download=2/1m, gateway=5/1s' });
     expect(config.rateLimits).toEqual({ download: { capacity: 2, refillPerSec: 2 / 60 }, gateway: { capacity: 5, refillPerSec: 5 } });
     const limiters = createLimiters({ config, clock });
-    expect(Object.keys(limiters).sort()).toEqual(['download', 'gateway', 'login', 'register', 'twofa']);
+    expect(Object.keys(limiters).sort()).toEqual(['agents_anonymous', 'download', 'gateway', 'login', 'login_address', 'register', 'twofa']);
     expect(limiters.login.limit).toEqual(namedLimits.login);
     limiters.download.enforce('u');
     limiters.download.enforce('u');

@@ -31,7 +31,7 @@ describe('auth macro', () => {
     key = await makeApiKey(t, user.id);
     app = new Elysia()
       .use(errorPlugin(t.ctx.log))
-      .use(authPlugin(t.services.accounts.resolver))
+      .use(authPlugin(t.services.accounts.resolver, 'http://localhost:8080'))
       .get('/s', ({ caller }) => caller, { auth: ['session'] })
       .get('/q', ({ caller }) => caller, { auth: ['session', 'query'] })
       .get('/k', ({ caller }) => caller, { auth: ['key'] })

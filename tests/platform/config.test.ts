@@ -8,7 +8,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'cpd-config-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 describe('loadConfig', () => {
-  test('defaults follow DECISIONS §1 for the international site', () => {
+  test('defaults for the international site', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       site: 'intl',
@@ -43,7 +43,7 @@ describe('loadConfig', () => {
 
   test('PUBLIC_URL defaults to the port; an explicit one loses its trailing slash', () => {
     expect(loadConfig({ PORT: '9090' }).publicUrl).toBe('http://localhost:9090');
-    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com/' }).publicUrl).toBe('https://cpd.example.com');
+    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com/', PAYMENT_MODE: 'sandbox' }).publicUrl).toBe('https://cpd.example.com');
   });
 
   test('empty values count as unset', () => {
@@ -86,6 +86,9 @@ describe('loadConfig', () => {
     ['PUBLIC_URL', 'not a url'],
     ['PUBLIC_URL', 'ftp://x'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_READ_URL', 'mysql://x'],
+    // A replica only of an external PostgreSQL: without DATABASE_URL it is refused.
+    ['DATABASE_READ_URL', 'postgres://replica/db'],
     ['STORAGE_URL', 'gopher://x'],
     ['SECRET_KEY', 'short'],
     ['SESSION_TTL', 'forever'],
@@ -105,6 +108,11 @@ describe('loadConfig', () => {
     ['REGISTRATION', 'maybe'],
     ['TRUST_PROXY', 'yes'],
     ['LOG_LEVEL', 'loud'],
+    ['GATEWAY_MAX_BODY', '4MB'],
+    ['GATEWAY_MAX_BODY', '10'],
+    ['ROUTER_PROBE_INTERVAL', 'often'],
+    ['ARIA_ROUTER', 'yes'],
+    ['PAYMENT_PROVIDERS', 'app_wallet'],
     ['IMAGE_TOKENS', '0'],
     ['IMAGE_TOKENS', '1.5'],
     ['ADMISSION_DEFAULT_MAX_TOKENS', 'many'],
@@ -126,6 +134,11 @@ describe('loadConfig', () => {
     });
   }
 
+  test('DATABASE_READ_URL next to DATABASE_URL is kept; unset it is null', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://primary/db', DATABASE_READ_URL: 'postgresql://replica/db' }).databaseReadUrl).toBe('postgresql://replica/db');
+    expect(loadConfig({ DATABASE_URL: 'postgres://primary/db' }).databaseReadUrl).toBeNull();
+  });
+
   test('TOPUP_MAX below TOPUP_MIN is refused', () => {
     expect(() => loadConfig({ TOPUP_MIN: '50', TOPUP_MAX: '10' })).toThrow('TOPUP_MAX');
   });
@@ -146,6 +159,73 @@ describe('loadConfig', () => {
     const c = loadConfig({ DATA_DIR: dir, SECRET_KEY: 'k'.repeat(40) });
     expect(c.secretKey()).toBe('k'.repeat(40));
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('safe defaults (one schema, combinations checked)', () => {
+  const refusal = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      return err as ConfigError;
+    }
+    return null;
+  };
+
+  test('PAYMENT_MODE unset means sandbox only while PUBLIC_URL is loopback', () => {
+    for (const url of ['http://localhost:8080', 'http://127.0.0.1:9', 'http://127.8.9.10', 'http://[::1]:8080'])
+      expect(loadConfig({ PUBLIC_URL: url }).paymentMode).toBe('sandbox');
+    for (const url of ['https://cpd.example.com', 'http://10.0.0.5:8080', 'http://[::2]', 'http://localhost.example.com']) {
+      const err = refusal({ PUBLIC_URL: url });
+      expect(err?.variable).toBe('PAYMENT_MODE');
+    }
+    expect(loadConfig({ PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox' }).paymentMode).toBe('sandbox');
+  });
+
+  test('the deploy/ templates are production templates: live payments, a closed agent API, placeholders refused', () => {
+    const readEnvFile = (name: string) =>
+      Object.fromEntries(
+        readFileSync(join(import.meta.dir, '../../deploy', name), 'utf8')
+          .split('\n')
+          .filter((line) => /^[A-Z_]+=/.test(line))
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
+    for (const file of ['intl.env', 'cn.env']) {
+      const env = readEnvFile(file);
+      expect(env).toMatchObject({ PAYMENT_MODE: 'live', AGENT_CLOUD_API_KEY: 'CHANGE-ME' });
+      expect(env.PUBLIC_URL).toStartWith('https://');
+      expect(refusal(env)?.message).toContain('still holds the template placeholder CHANGE-ME');
+    }
+    const filled = Object.fromEntries(Object.entries(readEnvFile('intl.env')).map(([k, v]) => [k, v === 'CHANGE-ME' ? `filled-${k.toLowerCase()}-0123456789abcdef` : v]));
+    const config = loadConfig({ ...filled, DATA_DIR: dataDir });
+    expect(config).toMatchObject({ paymentMode: 'live', agentCloudApiKey: 'filled-agent_cloud_api_key-0123456789abcdef', publicUrl: 'https://intl.example.com' });
+  });
+
+  test('a provider of the other site stops start-up naming PAYMENT_PROVIDERS', () => {
+    expect(refusal({ SITE: 'intl', PAYMENT_PROVIDERS: 'card,app_wallet' })?.message).toContain('app_wallet is a provider of the cn site');
+    expect(refusal({ SITE: 'cn', PAYMENT_PROVIDERS: 'card' })?.variable).toBe('PAYMENT_PROVIDERS');
+    expect(loadConfig({ SITE: 'cn', PAYMENT_PROVIDERS: 'app_wallet' }).paymentProviders).toEqual(['app_wallet']);
+  });
+
+  test('module slices are typed at load: router timings, gateway body limit, runtime paths', () => {
+    const c = loadConfig({ ROUTER_PROBE_INTERVAL: '2s', GATEWAY_MAX_BODY: '2048', ARIA_FFI_LIB: '/x/lib.so', ARIA_ROUTER: 'supervise', SOME_TOKEN: 's3cret' });
+    expect(c.router.probeIntervalMs).toBe(2000);
+    expect(c.gateway.maxBodyBytes).toBe(2048);
+    expect(c.runtime).toMatchObject({ engineLib: '/x/lib.so', superviseRouter: true, engineBin: null });
+    expect(c.runtime.childEnv.SOME_TOKEN).toBeUndefined();
+    expect(c).not.toHaveProperty('env');
+  });
+
+  test('only config.ts reads the environment, and configuration imports no HTTP code', async () => {
+    const { Glob } = await import('bun');
+    const root = join(import.meta.dir, '../../src');
+    for await (const file of new Glob('**/*.ts').scan(root)) {
+      const text = readFileSync(join(root, file), 'utf8');
+      // main.ts peeks at DATABASE_URL to warm PGlite up; cli/env-file.ts loads --env-file into the environment before configuration reads it.
+      if (!['config.ts', 'main.ts', 'cli/env-file.ts'].includes(file)) expect({ file, reads: /process\.env\b/.test(text) }).toEqual({ file, reads: false });
+    }
+    for (const file of ['config.ts', 'config-parse.ts', 'platform/limits.ts'])
+      expect(readFileSync(join(root, file), 'utf8')).not.toMatch(/from '[^']*\/http\//);
   });
 });
 

@@ -9,6 +9,7 @@ import { errorPlugin, MAX_REQUEST_BODY_BYTES } from '../../src/platform/http/err
 import { requestLogPlugin } from '../../src/platform/http/request-log';
 import { expectErrorShape } from '../support/error-shape';
 import { captureLogger } from '../support/log-sink';
+import { waitFor } from '../support/wait';
 
 function build() {
   const { log, lines } = captureLogger();
@@ -37,13 +38,9 @@ function build() {
     return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
   }
   /** The parsed access lines, once `count` of them exist (after-response hooks run asynchronously). */
-  async function accessLines(count: number) {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const access = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
-      if (access.length >= count || Date.now() > deadline) return access;
-      await Bun.sleep(5);
-    }
+  function accessLines(count: number) {
+    const access = () => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    return waitFor(access, `${count} access lines`, { until: (a) => a.length >= count });
   }
   return { app, call, lines, accessLines };
 }

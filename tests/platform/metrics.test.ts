@@ -24,7 +24,7 @@ describe('metrics', () => {
     await u.client.embeddings.create({ model: 'm1', input: 'a b' });
     await u.client.responses.create({ model: 'm1', input: 'hi' });
     // A refused request: an unknown model is no label value (bounded cardinality), it counts only as HTTP 404.
-    expect((await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${u.key.key}` }, body: JSON.stringify({ model: 'secret-model-name', messages: [{ role: 'user', content: 'x' }] }) })).status).toBe(404);
+    expect((await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${u.key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'secret-model-name', messages: [{ role: 'user', content: 'x' }] }) })).status).toBe(404);
     await h.t.services.router.flushUsage();
     const after = await scrape(metricsUrl);
     const delta = (name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels);

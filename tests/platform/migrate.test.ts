@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { ConfigError } from '../../src/config';
 import { sql } from 'drizzle-orm';
 import { type Database, migrate, type Migration, openDatabase } from '../../src/platform/db';
 import { embeddedMigrations } from '../../src/platform/db/migrations.generated';
@@ -20,7 +21,7 @@ describe('migrate on PostgreSQL', () => {
     const fresh = await createEmptyPostgresDatabase();
     const replicas = await Promise.all([1, 2, 3, 4, 5].map(() => openDatabase({ databaseUrl: fresh.url, maxConnections: 2 })));
     try {
-      const results = await Promise.all(replicas.map((db) => migrate(db, demo)));
+      const results = await Promise.all(replicas.map((db) => migrate(db, { migrations: demo })));
       // Every call succeeded; between them each migration ran once.
       expect(results.flat().sort()).toEqual(['0000_demo', '0001_demo_more']);
       expect(results.filter((r) => r.length === 0)).toHaveLength(4);
@@ -50,9 +51,9 @@ describe('migrate on PostgreSQL', () => {
     const db = await openDatabase({ databaseUrl: fresh.url, maxConnections: 1 });
     try {
       const broken: Migration[] = [demo[0]!, { name: '0001_broken', sql: 'insert into no_such_table values (1);' }];
-      await expect(migrate(db, broken)).rejects.toThrow();
+      await expect(migrate(db, { migrations: broken })).rejects.toThrow();
       expect(await db.query(sql`select to_regclass('demo') as t`)).toEqual([{ t: null }]);
-      expect(await migrate(db, demo)).toEqual(['0000_demo', '0001_demo_more']);
+      expect(await migrate(db, { migrations: demo })).toEqual(['0000_demo', '0001_demo_more']);
     } finally {
       await db.close();
       await fresh.drop();
@@ -65,14 +66,35 @@ describe('migrate on PGlite', () => {
     // The test snapshot already holds the embedded migrations; ours come on top.
     const { database: db } = await createTestDatabase('pglite');
     try {
-      expect(await migrate(db, [demo[0]!])).toEqual(['0000_demo']);
-      expect(await migrate(db, demo)).toEqual(['0001_demo_more']);
-      expect(await migrate(db, demo)).toEqual([]);
+      expect(await migrate(db, { migrations: [demo[0]!] })).toEqual(['0000_demo']);
+      expect(await migrate(db, { migrations: demo })).toEqual(['0001_demo_more']);
+      expect(await migrate(db, { migrations: demo })).toEqual([]);
       expect(await appliedNames(db)).toEqual(['0000_demo', '0001_demo_more']);
       const edited = [{ ...demo[0]!, sql: `${demo[0]!.sql} -- edited` }, demo[1]!];
-      await expect(migrate(db, edited)).rejects.toThrow('0000_demo was changed');
+      await expect(migrate(db, { migrations: edited })).rejects.toThrow('0000_demo was changed');
     } finally {
       await db.close();
     }
   });
+});
+
+describe('one site per database', () => {
+  for (const kind of ['postgres', 'pglite'] as const) {
+    test(`${kind}: the first run records the site; the other site is refused before anything is applied`, async () => {
+      const { database: db, drop } = await createTestDatabase(kind);
+      try {
+        // The test databases are migrated without a site, like a database from before sites were recorded.
+        expect(await migrate(db, { site: 'intl' })).toEqual([]);
+        expect(await db.query(sql`select site from cpd_site`)).toEqual([{ site: 'intl' }]);
+        expect(await migrate(db, { site: 'intl' })).toEqual([]);
+        const refused = await migrate(db, { site: 'cn', migrations: [...embeddedMigrations, ...demo] }).catch((err: Error) => err);
+        expect(refused).toBeInstanceOf(ConfigError);
+        expect((refused as ConfigError).message).toBe('SITE: this database belongs to the intl site; a SITE=cn process may not use it');
+        expect(await db.query(sql`select to_regclass('demo') as t`)).toEqual([{ t: null }]);
+        expect(await db.query(sql`select site from cpd_site`)).toEqual([{ site: 'intl' }]);
+      } finally {
+        await drop();
+      }
+    });
+  }
 });

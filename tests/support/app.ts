@@ -17,9 +17,6 @@ import { createTestDatabase, type DbKind, type TestDatabase } from './db';
 
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef0123456789';
 
-/** Every log line written by any test context in this process (for the "no secrets in logs" test). */
-export const capturedLogLines: string[] = [];
-
 export interface TestContext {
   ctx: AppContext;
   testDb: TestDatabase;
@@ -41,7 +38,6 @@ export async function createTestContext(
     write(chunk, _enc, done) {
       const line = String(chunk);
       logs.push(line);
-      capturedLogLines.push(line);
       done();
     },
   });

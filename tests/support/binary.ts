@@ -12,6 +12,7 @@ import type { Subprocess } from 'bun';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { waitFor } from './wait';
 
 const ROOT = resolve(import.meta.dir, '../..');
 export const BINARY_PATH = join(ROOT, 'dist/cpd');
@@ -98,15 +99,13 @@ export async function startBinary(opts: StartOptions = {}): Promise<RunningBinar
     return stopped;
   };
 
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
-  for (;;) {
-    const url = /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-    if (url) return { url, proc, stop, logs: () => output };
-    if (proc.exitCode !== null || proc.signalCode !== null || Date.now() > deadline) {
-      const why = proc.exitCode !== null ? `exited with ${proc.exitCode}` : 'did not start in time';
-      await stop('SIGKILL');
-      throw new Error(`cpd ${why}; output:\n${output}`);
-    }
-    await Bun.sleep(20);
-  }
+  const listeningUrl = () => /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+  const exited = () => proc.exitCode !== null || proc.signalCode !== null;
+  // A timeout is reported below with the process output, which says more than waitFor's message.
+  await waitFor(() => listeningUrl() !== undefined || exited(), 'the "listening" line', { timeoutMs: opts.readyTimeoutMs ?? 60_000 }).catch(() => {});
+  const url = listeningUrl();
+  if (url) return { url, proc, stop, logs: () => output };
+  const why = proc.exitCode !== null ? `exited with ${proc.exitCode}` : 'did not start in time';
+  await stop('SIGKILL');
+  throw new Error(`cpd ${why}; output:\n${output}`);
 }

@@ -20,7 +20,19 @@ export interface ChunkedResult {
 
 const CHUNK_BYTES = 256 * 1024;
 
-export async function sendChunked(base: string, path: string, headers: Record<string, string>, totalBytes: number, opening = '{"x":"'): Promise<ChunkedResult> {
+/**
+ * `open: true` sends `totalBytes` and then neither more nor the closing chunk, and waits for the
+ * answer: a server that answers has refused the body before its end, and with no unread bytes in
+ * flight the kernel has no reason to reset the connection under the answer.
+ */
+export async function sendChunked(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  totalBytes: number,
+  opening = '{"x":"',
+  options: { open?: boolean } = {},
+): Promise<ChunkedResult> {
   const { hostname, port } = new URL(base);
   const socket = connect(Number(port), hostname);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -60,7 +72,7 @@ export async function sendChunked(base: string, path: string, headers: Record<st
         for (const event of ['drain', 'data', 'close']) socket.on(event, wake);
       });
   }
-  if (!answered && !closed) socket.write('0\r\n\r\n');
+  if (!answered && !closed && !options.open) socket.write('0\r\n\r\n');
   await Promise.race([ended, new Promise((r) => setTimeout(r, 30_000))]);
   socket.destroy();
 

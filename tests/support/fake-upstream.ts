@@ -16,6 +16,9 @@
  *   up.set((body) => (body.tools ? { toolCalls: [{ name: 'f', arguments: '{}' }] } : {}));
  *   up.requests[0].body                   // what the upstream received
  *   await waitFor(() => up.stats.streamsAborted === 1)
+ *   const gate = Promise.withResolvers<void>();
+ *   up.set({ hold: { afterFrames: 2, until: gate.promise } });   // pause a stream mid-way…
+ *   gate.resolve();                                               // …until the test has looked
  *   await up.close();
  *   startFakeUpstream({ models: ['m1'], apiKey: 'sk-x' })   // 401 unless `Authorization: Bearer sk-x`
  *
@@ -49,6 +52,12 @@ export interface FakeBehaviour {
   chunkDelayMs: number;
   /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
   toolCalls: FakeToolCall[] | null;
+  /**
+   * Pause until `until` resolves or the client goes away (default null): before the response
+   * headers when `afterFrames` is 0, else after that many stream frames. Tests that need a request
+   * still running use this instead of a delay, so no timing window can close under load.
+   */
+  hold: { afterFrames: number; until: Promise<void> } | null;
   /** The finish reason sent; null = 'stop' (or 'tool_calls' with toolCalls) (default null). */
   finishReason: string | null;
 }
@@ -85,8 +94,15 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   firstByteDelayMs: 0,
   chunkDelayMs: 0,
   toolCalls: null,
+  hold: null,
   finishReason: null,
 };
+
+/** Resolves when `gate` opens or the client goes away, whichever comes first. */
+function heldUntil(gate: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return Promise.race([gate, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
+}
 
 export function piecesOf(content: string): string[] {
   return content.match(/\S+\s*/g) ?? [];
@@ -141,6 +157,7 @@ export async function startFakeUpstream(
       const b = behaviourFor(body);
       const n = ++seq;
       if (b.firstByteDelayMs > 0) await Bun.sleep(b.firstByteDelayMs);
+      if (b.hold?.afterFrames === 0) await heldUntil(b.hold.until, req.signal);
       if (req.signal.aborted) {
         stats.requestsAborted++;
         return new Response(null, { status: 499 });
@@ -167,6 +184,7 @@ export async function startFakeUpstream(
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
         if (i > 0 && b.chunkDelayMs > 0) await Bun.sleep(b.chunkDelayMs);
+        if (i > 0 && i === b.hold?.afterFrames) await heldUntil(b.hold.until, signal);
         if (finished) return;
         if (i < frames.length) {
           controller.enqueue(enc.encode(`data: ${JSON.stringify(frames[i++])}\n\n`));

@@ -77,6 +77,21 @@ export const HOSTILE_HEADERS: Array<[string, string]> = [
   ['cookie', 'session=%00; a=b=c; ;;'],
   ['cookie', 'cpd_session=%E0%A4%A'],
   ['cookie', 'cpd_session=%; cpd_session=%ZZ'],
+  // Hostile session cookies: wrong, empty, repeated, oversized, a key where a session goes.
+  ['cookie', 'cpd_session='],
+  ['cookie', 'cpd_session'],
+  ['cookie', 'cpd_session=a; cpd_session=b'],
+  ['cookie', `cpd_session=${'x'.repeat(10_000)}`],
+  ['cookie', 'cpd_session=bfvk-0000000000000000000000000000000000000000'],
+  ['cookie', 'cpd_session="quoted"; theme=dark'],
+  // Hostile origins (the CSRF checks read them).
+  ['origin', 'null'],
+  ['origin', 'https://evil.example'],
+  ['origin', 'http://localhost:8080.evil.example'],
+  ['origin', '%%%'],
+  ['origin', 'x'.repeat(10_000)],
+  ['sec-fetch-site', 'cross-site'],
+  ['sec-fetch-site', 'same-origin'],
   ['accept', 'text/event-stream'],
   ['accept-encoding', 'gzip;q=abc'],
   ['content-length', '-1'],
@@ -129,7 +144,7 @@ export type Route = { method: string; path: string; op: Operation; undeclared?: 
 export type Caller = 'none' | 'bogus' | 'session' | 'key' | 'admin';
 export type Input = { path: string; query: string; body?: string; contentType?: string; header?: [string, string] };
 
-/** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, DECISIONS §9). */
+/** Routes kept out of the document on purpose (agents' recognized-but-unimplemented paths, which answer 501). */
 export const HIDDEN_ROUTES: Route[] = [
   ...['/v1/vaults', '/v1/vaults/{id}', '/v1/agents/environments', '/v1/agents/sessions/{id}/artifacts'].map((path) => ({ method: 'POST', path, op: {} })),
   // The exact path /v1/agents/:id would shadow.
@@ -208,6 +223,11 @@ export function inputsFor(route: Route, seed: number, opts: { realIds: string[];
       'multipart/form-data; boundary=x',
       'multipart/form-data',
       'application/octet-stream',
+      'application/json; charset=utf-8',
+      'application/merge-patch+json',
+      'application/jsonx',
+      'text/html',
+      '',
     ),
   });
   let paramIndex = 0;

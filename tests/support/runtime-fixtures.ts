@@ -1,5 +1,5 @@
 /**
- * Runtime fixtures (RUNTIME.md): compiles tests/fixtures/aria_fixture.c into the engine and router
+ * Runtime fixtures: compiles tests/fixtures/aria_fixture.c into the engine and router
  * FFI libraries, writes the `aria-engine` / `aria-router` wrappers around the stub server, builds
  * model bundles and packs fake releases. Builds are cached by source hash under the temp dir.
  */
@@ -56,7 +56,7 @@ export function buildFixtures(): RuntimeFixtures {
   return result;
 }
 
-/** A bundle directory (RUNTIME.md "Model bundle"); `broken` leaves out what makes it valid. */
+/** A bundle directory (config.json with format aria-quant-bundle, weight.bin, tokenizer files); `broken` leaves out what makes it valid. */
 export function makeBundle(parent: string, opts: { model?: string; broken?: 'no-weights' | 'bad-format' } = {}): string {
   const dir = mkdtempSync(join(parent, 'bundle-'));
   const format = opts.broken === 'bad-format' ? 'safetensors' : 'aria-quant-bundle';
@@ -79,7 +79,7 @@ export interface FakeReleaseAsset {
 
 /**
  * The engine (or router) release for `osTag`: the binary archive with the wrapper script and the
- * FFI archive with the fixture library, named as RUNTIME.md says.
+ * FFI archive with the fixture library, named as the aria releases name it.
  */
 export async function fakeReleaseAssets(component: 'engine' | 'router', version: string, osTag: string): Promise<FakeReleaseAsset[]> {
   const fx = buildFixtures();

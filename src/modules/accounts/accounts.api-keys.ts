@@ -1,5 +1,5 @@
 /**
- * API keys (DECISIONS §3): `bfvk-` + 40 base62 characters, shown once, stored as SHA-256, scoped
+ * API keys: `bfvk-` + 40 base62 characters, shown once, stored as SHA-256, scoped
  * to the site that issued them.
  *
  * Verified keys are cached in memory so the gateway does no database read per request. A revoke
@@ -242,7 +242,7 @@ export function createApiKeyStore(ctx: AppContext) {
         .innerJoin(users, eq(users.id, apiKeys.userId))
         .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt), eq(users.disabled, false)))
         .limit(1);
-      // A key of the other site is refused like an unknown one (SPEC "Authentication" rule 3).
+      // A key of the other site is refused like an unknown one: a site's credentials are its own.
       if (!row || row.key.site !== ctx.config.site) return null;
       caller = { userId: row.key.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.key.id };
       limits = limitsOfRow(row.key);

@@ -1,5 +1,5 @@
 /**
- * /api/auth/* and /api/api-keys (DECISIONS §3). Handlers are thin: the service does the work;
+ * /api/auth/* and /api/api-keys. Handlers are thin: the service does the work;
  * here we only read the client address, set the session cookie and pick the status.
  */
 import { type Cookie, Elysia } from 'elysia';

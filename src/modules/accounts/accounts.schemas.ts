@@ -1,4 +1,4 @@
-/** Request and response schemas of the accounts routes (DECISIONS §3). */
+/** Request and response schemas of the accounts routes. */
 import { t } from 'elysia';
 
 const password = t.String({ minLength: 8, maxLength: 128 });

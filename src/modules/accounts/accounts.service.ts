@@ -66,7 +66,7 @@ export function createAccountsService(ctx: AppContext) {
   const keys = createApiKeyStore(ctx);
   const admin = createUserAdmin(ctx, keys);
   const twoFactor = createTwoFactor(ctx);
-  const limits = { login: namedLimiter(ctx, 'login'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
+  const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
   // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/operations.md).
   const dummyWarmUp = setTimeout(() => void dummyHash(), 1000);
@@ -138,14 +138,20 @@ export function createAccountsService(ctx: AppContext) {
   /**
    * Password login. An unknown identifier is verified against a dummy hash, so it costs what a
    * wrong password costs and answers the same 401. Hashes with older parameters are upgraded.
+   * Throttled per identifier+address and per address, counting failures only (a success gives its
+   * tokens back): a stranger's failures never spend the buckets of the owner's own address, so
+   * nobody can lock an account out by guessing at it.
    */
   async function login(input: { identifier: string; password: string }, meta: RequestMeta): Promise<LoginResult> {
-    const buckets = [`ip:${meta.address}`, `id:${identifierKey(input.identifier)}`];
-    enforceAll(limits.login, buckets, 'too many login attempts; try again later');
+    const pairKey = `id:${identifierKey(input.identifier)}|ip:${meta.address}`;
+    const addressKey = `ip:${meta.address}`;
+    const wait = Math.max(limits.login.take(pairKey), limits.loginAddress.take(addressKey));
+    if (wait > 0) throw new AppError('rate_limited', 'too many failed logins; try again later', { 'retry-after': String(wait) });
     const user = await findByIdentifier(input.identifier);
     const ok = await verifyPassword(user?.passwordHash ?? (await dummyHash()), input.password);
     if (!user || !ok) throw new AppError('unauthorized', 'invalid identifier or password');
-    for (const k of buckets) limits.login.refund(k);
+    limits.login.refund(pairKey);
+    limits.loginAddress.refund(addressKey);
     if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
     if (needsRehash(user.passwordHash)) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));

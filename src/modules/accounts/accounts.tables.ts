@@ -79,7 +79,7 @@ export const recoveryCodes = pgTable(
   (t) => [index('recovery_codes_user_idx').on(t.userId)],
 );
 
-/** A password-verified login waiting for its second factor (DECISIONS §3: 5 minutes, 5 wrong codes). */
+/** A password-verified login waiting for its second factor (it lives 5 minutes and allows 5 wrong codes). */
 export const loginChallenges = pgTable(
   'login_challenges',
   {

@@ -1,15 +1,19 @@
 /**
- * Agent API auth (SPEC "Agent API", DECISIONS §9), a macro of its own because its rules differ
+ * Agent API auth, a macro of its own because its rules differ
  * from the main API's: `Authorization: Bearer <k>` or `ApiKey <k>`, where k is
  *   - a `bfvk-` key of this site: the key's owner is the workspace and is billed;
- *   - AGENT_CLOUD_API_KEY (compared in constant time): the shared workspace, unbilled.
- * With AGENT_CLOUD_API_KEY unset, no credential is needed (shared workspace); a bfvk- key that is
+ *   - AGENT_CLOUD_API_KEY (compared in constant time): the operator's shared workspace, unbilled.
+ * With AGENT_CLOUD_API_KEY unset, no credential is needed (open mode): an anonymous caller gets a
+ * workspace of its client address, so anonymous callers never see each other's agents and
+ * sessions, and is rate limited per address (named limit `agents_anonymous`). A bfvk- key that is
  * presented must still be valid, so a revoked key is refused at once.
  */
 import { Elysia } from 'elysia';
 import { safeEqual } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX, type CallerResolver } from '../../platform/http/auth';
+import { clientAddress } from '../../platform/http/client-address';
+import type { TokenBucketLimiter } from '../../platform/http/rate-limit';
 import type { Principal } from './agents.service';
 
 function presentedKey(request: Request): string | null {
@@ -18,25 +22,40 @@ function presentedKey(request: Request): string | null {
   return m ? m[1]! : null;
 }
 
-export async function principalOf(request: Request, cloudKey: string | null, resolver: CallerResolver): Promise<Principal> {
+/** The workspace of anonymous callers from one address (never a user id: those start `usr_`). */
+export const anonymousWorkspace = (address: string | null) => `anonymous:${address ?? 'unknown'}`;
+
+export interface AgentAuthDeps {
+  cloudKey: string | null;
+  resolver: CallerResolver;
+  /** Per client address, for anonymous callers in open mode. */
+  anonymousLimiter: TokenBucketLimiter;
+  trustProxy: boolean;
+}
+
+export async function principalOf(request: Request, address: string | null, deps: AgentAuthDeps): Promise<Principal> {
   const key = presentedKey(request);
   if (key?.startsWith(API_KEY_PREFIX)) {
-    const caller = await resolver.callerForKey(key);
+    const caller = await deps.resolver.callerForKey(key);
     if (!caller) throw new AppError('unauthorized', 'invalid API key');
     return { ownerId: caller.userId, caller: { userId: caller.userId, keyId: caller.keyId } };
   }
-  if (cloudKey !== null && (key === null || !safeEqual(key, cloudKey))) throw new AppError('unauthorized', 'missing or invalid API key');
-  return { ownerId: null, caller: null };
+  if (deps.cloudKey !== null) {
+    if (key === null || !safeEqual(key, deps.cloudKey)) throw new AppError('unauthorized', 'missing or invalid API key');
+    return { ownerId: null, caller: null };
+  }
+  deps.anonymousLimiter.enforce(address ?? 'unknown', 1, 'too many anonymous agent requests from this address; try again later or use an API key');
+  return { ownerId: anonymousWorkspace(address), caller: null };
 }
 
-export const agentAuthPlugin = (cloudKey: string | null, resolver: CallerResolver) => {
+export const agentAuthPlugin = (deps: AgentAuthDeps) => {
   // Checked in `transform`, which runs before body validation, so a request without a valid key
   // is 401 whatever its body; `resolve` (after validation) hands the result to the handler.
   const principals = new WeakMap<Request, Principal>();
   return new Elysia({ name: 'cpd/agents-auth' }).macro({
     agentAuth: (_on: true) => ({
-      async transform({ request }) {
-        principals.set(request, await principalOf(request, cloudKey, resolver));
+      async transform({ request, server }) {
+        principals.set(request, await principalOf(request, clientAddress(request, server, deps.trustProxy), deps));
       },
       resolve: ({ request }) => ({ principal: principals.get(request)! }),
     }),

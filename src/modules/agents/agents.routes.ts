@@ -1,4 +1,4 @@
-/** Agent API routes (DECISIONS §9); paths as the official `openai` client's `client.beta.agents` calls them. */
+/** Agent API routes; paths as the official `openai` client's `client.beta.agents` calls them. */
 import { Elysia, sse } from 'elysia';
 import { AppError } from '../../platform/errors';
 import type { agentAuthPlugin } from './agents.auth';
@@ -25,7 +25,7 @@ export const agentsRoutes = (deps: { agents: AgentsService; auth: ReturnType<typ
   return (
     new Elysia({ name: 'cpd/agents' })
       .use(deps.auth)
-      // Recognized, unimplemented (SPEC "Agent"). Static paths win over /v1/agents/:id.
+      // Recognized, unimplemented: 501, so a client learns the feature is missing, not that the id is. Static paths win over /v1/agents/:id.
       .all('/v1/vaults', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/vaults/*', notImplemented, { agentAuth: true, detail: { hide: true } })
       .all('/v1/agents/environments', notImplemented, { agentAuth: true, detail: { hide: true } })

@@ -1,5 +1,5 @@
 /**
- * Request schemas of the Agents API. Bodies follow the OpenAI Agents beta where SPEC.md is silent;
+ * Request schemas of the Agents API. Bodies follow the OpenAI Agents beta except the events body, which is cpd's own;
  * unknown fields (the official client sends `environment`, `reasoning`, …) are dropped, not refused.
  * Metadata limits (16 pairs, 64/512 characters) are checked in the service for a clear message.
  */
@@ -34,7 +34,7 @@ const ToolCallResult = t.Object({
   content: t.Optional(t.Unknown()),
 });
 
-/** SPEC "Agent": role user (content required) or tool (tool_call_results required). */
+/** An event: role user (content required) or tool (tool_call_results required). */
 export const EventBody = t.Object({
   role: t.Union([t.Literal('user'), t.Literal('tool')], { error: 'role must be user or tool' }),
   content: t.Optional(t.Nullable(t.String({ maxLength: 1_000_000 }))),

@@ -18,7 +18,7 @@ export interface BilledCaller {
   keyId: string | null;
 }
 
-/** Who is asking: its workspace (`ownerId`, null = shared) and whom to bill (null = nobody). */
+/** Who is asking: its workspace (`ownerId`: an account, `anonymous:<address>` in open mode, null = the AGENT_CLOUD_API_KEY workspace) and whom to bill (null = nobody). */
 export interface Principal {
   ownerId: string | null;
   caller: BilledCaller | null;

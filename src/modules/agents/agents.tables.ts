@@ -1,8 +1,9 @@
 /**
  * Agents API tables. Every row carries a `seq` identity column: list cursors and the conversation
  * history order by it (ids are time-ordered only to the millisecond).
- * `owner_id` is the account whose bfvk- key created the row, or null for the shared workspace
- * (open mode or the AGENT_CLOUD_API_KEY holder); every read filters by it.
+ * `owner_id` is the account whose bfvk- key created the row, `anonymous:<client address>` for an
+ * anonymous caller in open mode, or null for the AGENT_CLOUD_API_KEY holder's workspace; every
+ * read filters by it.
  */
 import { sql } from 'drizzle-orm';
 import { bigint, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';

@@ -1,4 +1,4 @@
-/** Rows → the JSON shapes of the OpenAI Agents beta, with ISO 8601 timestamps (DECISIONS §9). */
+/** Rows → the JSON shapes of the OpenAI Agents beta, with ISO 8601 timestamps (cpd's format everywhere) instead of Unix seconds. */
 import type { agentEvents, agentItems, agents, agentSessions, agentTurns } from './agents.tables';
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
@@ -72,7 +72,7 @@ export function itemView(r: Row<typeof agentItems>) {
   }
 }
 
-/** The list envelope of every Agents API list (DECISIONS §9). */
+/** The list envelope of every Agents API list: {object: list, data, has_more, first_id, last_id}. */
 export function listView<R, V extends { id: string }>(rows: R[], limit: number, view: (r: R) => V) {
   const data = rows.slice(0, limit).map(view);
   return { object: 'list' as const, data, has_more: rows.length > limit, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };

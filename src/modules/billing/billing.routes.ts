@@ -14,6 +14,12 @@ export interface BillingRoutesDeps {
   config: Config;
 }
 
+/**
+ * Bodies here are what a payment provider sends (its content type, its signature over the exact
+ * bytes), or the sandbox checkout's own form buttons: not held to the API's JSON-only rule.
+ */
+export const PROVIDER_BODY_PATHS = ['/api/payments/webhooks/', '/api/payments/sandbox/'] as const;
+
 const html = (body: string, contentType = 'text/html; charset=utf-8') => new Response(body, { headers: { 'content-type': contentType } });
 
 /** Invoices exist on the China site only and receipts on the international site only: elsewhere their paths are unknown routes (404). */

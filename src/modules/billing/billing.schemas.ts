@@ -1,6 +1,6 @@
 import { t } from 'elysia';
 
-/** DECISIONS §2: limit 1..200, default 50; an opaque cursor. */
+/** Every cursor list: limit 1..200 (default 50, outside 400); an opaque cursor. */
 export const ListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: t.Optional(t.String({ minLength: 1 })),

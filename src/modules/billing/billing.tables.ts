@@ -57,7 +57,7 @@ export const walletTransactions = pgTable(
   ],
 );
 
-/** Top-ups. pending → paid | failed | expired (DECISIONS §6); money received is always credited. */
+/** Top-ups. pending → paid | failed | expired; paid is final; money received is always credited. */
 export const payments = pgTable(
   'payments',
   {

@@ -1,5 +1,5 @@
 /** Invoice and receipt documents: small self-contained UTF-8 HTML (no template engine needed). */
-import { escapeHtml } from '../site';
+import { escapeHtml } from '../../platform/http/html';
 import { toDecimalString } from './money';
 
 function documentHtml(lang: string, title: string, rows: Array<[string, string]>): string {

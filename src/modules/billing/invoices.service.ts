@@ -1,6 +1,6 @@
 /**
  * China-site e-invoices (one per paid payment) and international-site card receipts (the routes
- * exist only on their site: DECISIONS §6).
+ * exist only on their site; on the other they answer 404).
  */
 import { and, desc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';

@@ -46,7 +46,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
   const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
-  /** Checks in the order the issue fixes: provider known, currency, bounds, decimals, enabled. */
+  /** Checks in a fixed order, so the first problem is the one reported: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
     if (!KNOWN_PROVIDERS.includes(input.provider)) throw new AppError('invalid', `unknown provider "${input.provider}"`);
     if (input.currency !== config.currency) throw new AppError('invalid', `currency must be ${config.currency} on this site`);

@@ -7,7 +7,7 @@ import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { payments } from './billing.tables';
-import { escapeHtml } from '../site';
+import { escapeHtml } from '../../platform/http/html';
 import { toDecimalString } from './money';
 import type { Payments } from './payments.service';
 import { sandboxPagePath, signSandboxNotification } from './providers/sandbox';

@@ -8,7 +8,6 @@
  * first chunk; the per-request price for a per-request model) and `X-Cost-Final: false`; the
  * definitive cost is `usage.cost` in the final chunk, which every stream ends with.
  */
-import { ConfigError } from '../../config';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
@@ -20,19 +19,9 @@ import { JSON_TYPE } from '../../platform/http/errors';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
 
-const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
-
-function maxBodyBytes(env: Record<string, string | undefined>): number {
-  const raw = env.GATEWAY_MAX_BODY;
-  if (raw === undefined || raw === '') return DEFAULT_MAX_BODY;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1024) throw new ConfigError('GATEWAY_MAX_BODY', `"${raw}" is not a byte count of at least 1024`);
-  return n;
-}
-
 export function createGatewayService(ctx: AppContext, router: RouterService) {
   const limiter = namedLimiter(ctx, 'gateway');
-  const maxBody = maxBodyBytes(ctx.config.env);
+  const maxBody = ctx.config.gateway.maxBodyBytes;
   const encoder = new TextEncoder();
 
   async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {

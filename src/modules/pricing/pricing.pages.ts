@@ -1,7 +1,8 @@
 /** The public /pricing page: the same catalog as GET /api/pricing, as a table. */
 import { Elysia } from 'elysia';
 import type { Config } from '../../config';
-import { html, renderPage } from '../site';
+import { html } from '../../platform/http/html';
+import { renderPage } from '../site';
 import type { PricingService } from './pricing.service';
 
 const UNIT_LABEL: Record<string, string> = { per_million_tokens: 'per million tokens', per_request: 'per request' };

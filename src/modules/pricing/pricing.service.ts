@@ -40,7 +40,7 @@ function duplicate(values: string[]): string | null {
 function priceMicros(what: string, value: number): bigint {
   if (!Number.isFinite(value) || value < 0) throw new AppError('invalid', `${what}: price must be a finite non-negative number`);
   const micros = exactMajorToMicros(value);
-  if (micros === null) throw new AppError('invalid', `${what}: price must have at most 6 decimals`);
+  if (micros === null) throw new AppError('invalid', `${what}: price must have at most 6 decimals and be below 1000000000000`);
   return micros;
 }
 
@@ -88,7 +88,7 @@ export function createPricingService(ctx: AppContext) {
       return p ? { unit: p.unit, priceMicros: p.priceMicros } : null;
     },
 
-    /** The public catalog; `limit` caps each list (DECISIONS §5). */
+    /** The public catalog; `limit` caps each list (models and GPUs) separately. */
     catalog(limit?: number) {
       const n = limit ?? Number.POSITIVE_INFINITY;
       return { models: models.slice(0, n).map(modelView), gpus: gpus.slice(0, n).map(gpuView) };

@@ -1,6 +1,6 @@
 import { bigint, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
-/** Per-model prices in micro-units of the site currency (DECISIONS §5). */
+/** Per-model prices in micro-units of the site currency. */
 export const modelPrices = pgTable('model_prices', {
   id: text('id').primaryKey(),
   slug: text('slug').notNull().unique(),

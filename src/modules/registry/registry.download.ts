@@ -1,5 +1,5 @@
 /**
- * Download responses (SPEC "Models", DECISIONS §4): a single file answers 302 to a short-lived
+ * Download responses: a single file answers 302 to a short-lived
  * presigned URL; a directory answers a STORE ZIP stream with Content-Length and Range, or a signed
  * link to that same stream in the JSON envelope. HEAD answers the same headers without a body,
  * with the ETag / X-Linked-Size / X-Linked-ETag headers Hugging Face clients read.

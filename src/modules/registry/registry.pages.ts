@@ -1,7 +1,8 @@
 /** Public HTML pages of the registry: the home page, the model list and one page per model. */
 import { Elysia } from 'elysia';
 import type { Config } from '../../config';
-import { html, renderPage } from '../site';
+import { html } from '../../platform/http/html';
+import { renderPage } from '../site';
 import type { RegistryService } from './registry.service';
 
 export function formatBytes(n: number): string {

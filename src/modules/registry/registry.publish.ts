@@ -45,6 +45,10 @@ async function listDirectory(root: string): Promise<LocalFile[]> {
     for (const name of names) {
       const absolute = join(dir, name);
       const rel = relative(root, absolute).split(sep).join('/');
+      // In a ZIP entry name `\` is a separator to Windows extractors: `..\..\evil.txt` would land
+      // above the folder the user unzips into. Such a name is refused, not silently rewritten.
+      if (name.includes('\\'))
+        throw new AppError('invalid', `"${rel}": a file name with "\\" cannot go into a ZIP (Windows reads it as a folder separator); rename it`);
       const info = await lstat(absolute);
       if (info.isSymbolicLink()) {
         const target = await realpath(absolute).catch(() => null);

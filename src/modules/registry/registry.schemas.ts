@@ -3,7 +3,7 @@ import { t } from 'elysia';
 export const QUANTS = ['int4', 'int8', 'int326'] as const;
 export type Quant = (typeof QUANTS)[number];
 
-/** Bundle slugs: lower-case, start with a letter or digit (DECISIONS §4, issue "Bad input"). */
+/** Bundle slugs: lower-case, start with a letter or digit, so a slug is safe in a URL path and a file name. */
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
 export const SDK_PATTERN = /^v(\d{1,6})\.(\d{1,6})$/;
 

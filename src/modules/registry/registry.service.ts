@@ -1,6 +1,6 @@
 /**
- * The model registry: catalog records, artifact resolution (DECISIONS §4), metadata edits and
- * download records. Models and artifacts are few and read on every download, so the whole catalog
+ * The model registry: catalog records, artifact resolution (the exact sdk, else the newest older
+ * minor of its major), metadata edits and download records. Models and artifacts are few and read on every download, so the whole catalog
  * is held in memory; `cpd models publish` (another process) and metadata edits send NOTIFY
  * cpd_registry and every server reloads.
  */
@@ -209,7 +209,7 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
 
     /**
      * The artifact a download of (slug, quant, sdk) gets: the exact sdk, else the highest minor of
-     * the same major that is not newer (DECISIONS §4). Throws invalid (400) or not_found (404).
+     * the same major that is not newer. Throws invalid (400) or not_found (404).
      */
     async resolveArtifact(slug: string, quant: string, sdk: string): Promise<Artifact> {
       if (!(QUANTS as readonly string[]).includes(quant)) throw new AppError('invalid', 'quant must be one of int4, int8, int326');

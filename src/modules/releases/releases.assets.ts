@@ -1,5 +1,5 @@
 /**
- * Which release assets belong to which component (RUNTIME.md "Release assets"). Names are
+ * Which release assets belong to which component (the aria projects' release asset names). Names are
  * `<prefix>_<ver>_<os>.<ext>`; `<ver>` is any version without underscores (not checked against
  * the tag, so a tag like `engine-v1.2` still matches). Both naming eras of the engine match.
  * Checksums (`….sha256`), source archives and other components' files match no pattern.

@@ -1,5 +1,5 @@
 /** The body of the public /downloads page: the four latest releases, or why one is missing. */
-import { html, type SafeHtml } from '../site';
+import { html, type SafeHtml } from '../../platform/http/html';
 import type { ComponentOverview } from './releases.service';
 
 const TITLES: Record<ComponentOverview['component'], string> = {

@@ -1,5 +1,5 @@
 /**
- * The release object (SPEC "Release") and the two upstream shapes it is read from. TypeBox
+ * The release object we answer ({tag_name, name, prerelease, published_at, assets}) and the two upstream shapes it is read from. TypeBox
  * schemas drive both the route documentation and the validation of what an upstream sends.
  */
 import { type Static, t } from 'elysia';

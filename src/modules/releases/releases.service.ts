@@ -1,5 +1,5 @@
 /**
- * Latest and tagged releases of the four components (SPEC "Release downloads", DECISIONS §7),
+ * Latest and tagged releases of the four components,
  * from GitHub or the mirror per RELEASE_SOURCE, through the cache. The runtime module installs
  * engines through `byTag`/`latest`.
  */

@@ -1,6 +1,7 @@
 /**
- * Router settings read from the environment (ctx.config.env) at start-up. A bad value throws
- * ConfigError, which stops `cpd serve` with one line naming the variable.
+ * The router's slice of the configuration: loadConfig (config.ts) calls routerSettings with its
+ * reader once at start-up; the router gets `config.router`. A bad value throws ConfigError,
+ * which stops `cpd serve` with one line naming the variable.
  *
  * ROUTES syntax: `name=strategy:model|model|…`, entries separated by `;`.
  *   ROUTES='auto=fallback:llama-8b|qwen-7b;cheap=cheapest:llama-8b|qwen-7b;spread=least-loaded:a|b'
@@ -9,7 +10,7 @@
  *   least-loaded  the model whose healthiest backend has the fewest requests in flight first
  * Whatever the order, the router fails over to the next candidate before the first byte.
  */
-import { ConfigError, parseDuration } from '../../config';
+import { ConfigError, parseDuration } from '../../config-parse';
 
 export const STRATEGIES = ['fallback', 'cheapest', 'least-loaded'] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -49,14 +50,11 @@ export function parseRoutes(raw: string | null): Map<string, RouteDef> {
   return routes;
 }
 
-export function routerSettings(config: { routes: string | null; modelBackends: Record<string, unknown[]>; env: Record<string, string | undefined> }): RouterSettings {
-  const env = (name: string, fallback: string) => {
-    const v = config.env[name];
-    return parseDuration(name, v === undefined || v === '' ? fallback : v);
-  };
-  const routes = parseRoutes(config.routes);
+export function routerSettings(get: (name: string) => string | undefined, rawRoutes: string | null, modelBackends: Record<string, unknown[]>): RouterSettings {
+  const env = (name: string, fallback: string) => parseDuration(name, get(name) ?? fallback);
+  const routes = parseRoutes(rawRoutes);
   for (const name of routes.keys())
-    if (config.modelBackends[name]) throw new ConfigError('ROUTES', `route "${name}" has the name of a model in MODEL_BACKENDS`);
+    if (modelBackends[name]) throw new ConfigError('ROUTES', `route "${name}" has the name of a model in MODEL_BACKENDS`);
   return {
     routes,
     probeIntervalMs: env('ROUTER_PROBE_INTERVAL', '10s'),

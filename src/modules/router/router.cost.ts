@@ -53,6 +53,7 @@ export function parseGroupBy(raw: string | undefined): GroupKey[] {
 
 export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) => Promise<Map<string, string>>) {
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
+  const reports = ctx.reportDatabase ?? ctx.database;
   const column: Record<GroupKey, SQL> = { user: sql.raw('user_id'), model: sql.raw('model'), entrypoint: sql.raw('entrypoint') };
 
   return async function cost(scope: { userId: string; isAdmin: boolean }, q: CostQuery) {
@@ -73,7 +74,7 @@ export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) 
     const select = cols.length ? sql`${sql.join(cols, sql`, `)}, ` : sql``;
     const groupBy = cols.length ? sql` group by ${sql.join(cols, sql`, `)}` : sql``;
     const iso = (d: Date | number) => new Date(d).toISOString();
-    const rows = await ctx.database.query<Record<string, string>>(sql`
+    const rows = await reports.query<Record<string, string>>(sql`
       with src as (
         select user_id, model, entrypoint, tokens, cost_micros from router_usage_daily
         where day >= ${iso(d1)}::timestamptz and day < ${iso(d2)}::timestamptz${own}

@@ -9,7 +9,9 @@ import type { AuditService } from '../audit';
 export const routerRoutes = (deps: { auth: ReturnType<typeof authPlugin>; router: RouterService; cost: ReturnType<typeof createCostReport>; usage: UsageLog; audit: AuditService }) =>
   new Elysia({ name: 'cpd/router' })
     .use(deps.auth)
-    .get('/v1/router/cost', ({ caller, query }) => deps.cost(caller, query), {
+    // Admin scope (everyone's usage and emails) needs an admin session, as every admin route does:
+    // an admin's API key, which lives in scripts and servers, sees its owner's usage only.
+    .get('/v1/router/cost', ({ caller, query }) => deps.cost({ userId: caller.userId, isAdmin: caller.isAdmin && caller.via !== 'key' }, query), {
       auth: ['session', 'key'],
       query: CostQuery,
       response: { 200: CostResponse },

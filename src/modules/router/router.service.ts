@@ -18,7 +18,6 @@ import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
-import { routerSettings } from './router.config';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
 import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { type BackendLease, leaseBackend } from './router.lease';
@@ -127,7 +126,7 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
 }
 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
-  const settings = routerSettings(ctx.config);
+  const settings = ctx.config.router;
   const estimates: EstimateSettings = { imageTokens: ctx.config.imageTokens, defaultMaxTokens: ctx.config.admissionDefaultMaxTokens };
   const backends = createBackendSet(settings, ctx.log);
   for (const [slug, configured] of Object.entries(ctx.config.modelBackends))

@@ -53,7 +53,8 @@ function csvField(value: unknown): string {
 const csvLine = (values: readonly unknown[]) => `${values.map(csvField).join(',')}\r\n`;
 
 export function createUsageLog(ctx: AppContext) {
-  const { db } = ctx.database;
+  // The read replica when one is configured: a long export never holds a primary connection.
+  const { db } = ctx.reportDatabase ?? ctx.database;
 
   function filters(userId: string, q: UsageLogQuery) {
     const from = q.from ? parseTime('from', q.from) : null;

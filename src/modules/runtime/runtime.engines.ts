@@ -1,4 +1,4 @@
-/** ENGINES=slug:quant[:sdk][@gpu],… (DECISIONS §10): which engines `cpd serve` supervises. */
+/** ENGINES=slug:quant[:sdk][@gpu],…: which engines `cpd serve` supervises. */
 import { ConfigError } from '../../config';
 import { QUANTS } from '../registry';
 

@@ -1,5 +1,5 @@
 /**
- * bun:ffi bindings for the engine and router FFI libraries (RUNTIME.md, C ABI). Every call returns
+ * bun:ffi bindings for the engine and router FFI libraries (the C ABI the aria projects publish). Every call returns
  * 0 / -1 and leaves a thread-local message in *_last_error(); JSON results are written into a
  * caller buffer, which is grown and the call retried when the library reports
  * "buffer too small: need N".
@@ -32,9 +32,9 @@ const ROUTER_SYMBOLS = {
 
 const ENV_VAR: Record<RuntimeComponent, string> = { engine: 'ARIA_FFI_LIB', router: 'ARIA_ROUTER_FFI_LIB' };
 
-/** ARIA_FFI_LIB / ARIA_ROUTER_FFI_LIB, else the library inside the installed `current` version. */
-export function locateLibrary(component: RuntimeComponent, dataDir: string, env: Record<string, string | undefined>): string {
-  const fromEnv = env[ENV_VAR[component]];
+/** The configured library (ARIA_FFI_LIB / ARIA_ROUTER_FFI_LIB), else the one inside the installed `current` version. */
+export function locateLibrary(component: RuntimeComponent, dataDir: string, configured: string | null = null): string {
+  const fromEnv = configured;
   if (fromEnv) {
     if (!existsSync(fromEnv)) throw new AppError('unavailable', `${component} FFI library not found: ${fromEnv} (from ${ENV_VAR[component]})`);
     return fromEnv;

@@ -1,6 +1,8 @@
 /**
- * `cpd engine install` (DECISIONS §10): the release's binary and FFI archives for this OS are
- * downloaded into a staging folder, checked (size, SHA-256 when the release gives a digest),
+ * `cpd engine install`: the release's binary and FFI archives for this OS are
+ * downloaded into a staging folder, checked (size, and the SHA-256 digest the release publishes:
+ * a release without one is refused unless `allowUnverified`, since nothing else vouches for a
+ * binary that the server then runs),
  * unpacked, moved to DATA_DIR/runtimes/<component>/<tag>/ and made `current` by renaming a fresh
  * symlink over it. The version it replaces stays behind `previous` for --rollback. Any failure
  * removes the staging folder and leaves the installed versions untouched.
@@ -27,6 +29,8 @@ export interface InstallOptions {
   /** Defaults to this host's. */
   os?: OsTag;
   onProgress?: (p: InstallProgress) => void;
+  /** Install assets the release gives no digest for (`--allow-unverified`). */
+  allowUnverified?: boolean;
 }
 
 export interface InstallResult {
@@ -114,6 +118,9 @@ export async function installRuntime(
   const tag = release.tag_name;
   if (!TAG_AS_DIR.test(tag) || tag === 'current' || tag === 'previous') throw new AppError('invalid', `release tag "${tag}" cannot name a folder`);
   const assets = pickAssets(component, release, os);
+  const unverified = assets.filter((a) => !a.digest).map((a) => a.name);
+  if (unverified.length && !opts.allowUnverified)
+    throw new AppError('upstream', `release ${tag} gives no SHA-256 digest for ${unverified.join(', ')}: refusing to install unchecked binaries (--allow-unverified installs them anyway)`);
 
   const base = componentDir(config.dataDir, component);
   mkdirSync(base, { recursive: true });

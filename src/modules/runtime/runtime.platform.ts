@@ -1,6 +1,6 @@
 /**
  * Names that depend on the host: the `<os>` token of release assets and the FFI library and binary
- * file names (RUNTIME.md "Release assets").
+ * file names, as the aria projects name their release assets.
  */
 export type RuntimeComponent = 'engine' | 'router';
 export type OsTag = 'linux_x86_64' | 'linux_arm64' | 'macos' | 'windows_x86_64';

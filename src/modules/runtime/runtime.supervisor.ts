@@ -1,5 +1,5 @@
 /**
- * The runtime supervisor of `cpd serve` (DECISIONS §10): one engine process per ENGINES entry,
+ * The runtime supervisor of `cpd serve`: one engine process per ENGINES entry,
  * each on a bundle fetched from the registry and checked through the engine FFI library, and
  * optionally the external aria router whose models (read through its FFI library) become router
  * backends. State changes are written to DATA_DIR/runtimes/state.json for `cpd engine status`.
@@ -30,24 +30,17 @@ export interface SupervisorOptions {
 
 const BIN_ENV: Record<RuntimeComponent, string> = { engine: 'ARIA_ENGINE_BIN', router: 'ARIA_ROUTER_BIN' };
 
-/** ARIA_ENGINE_BIN / ARIA_ROUTER_BIN, else the binary inside the installed `current` version. */
-export function locateBinary(component: RuntimeComponent, dataDir: string, env: Record<string, string | undefined>): string {
-  const found = env[BIN_ENV[component]] || findInstalledFile(dataDir, component, binaryFileName(component));
+/** The configured binary (ARIA_ENGINE_BIN / ARIA_ROUTER_BIN), else the one inside the installed `current` version. */
+export function locateBinary(component: RuntimeComponent, dataDir: string, configured: string | null = null): string {
+  const found = configured || findInstalledFile(dataDir, component, binaryFileName(component));
   if (!found) throw new AppError('unavailable', `${binaryFileName(component)} not found: set ${BIN_ENV[component]} or run \`cpd engine install --component ${component}\``);
   return found;
 }
 
-const SECRET_NAME = /SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$|^DATABASE_URL$/i;
-
-/** The server's environment (config.env is process.env outside tests) without its secrets: engines need none. */
-function childEnvironment(env: Record<string, string | undefined>): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !SECRET_NAME.test(name)));
-}
-
 export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: SupervisorOptions = {}) {
   const { config, log } = ctx;
-  const env = config.env;
-  const childEnv = childEnvironment({ ...process.env, ...env });
+  const paths = config.runtime;
+  const childEnv = paths.childEnv;
   const timings: Timings = { ...DEFAULT_TIMINGS, ...opts.timings };
   const rotation = opts.rotation ?? DEFAULT_ROTATION;
   const entries = parseEngines(config.engines);
@@ -77,7 +70,7 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
       readyPath: '/v1/models',
       command: ([port]) => ({
         argv: [
-          locateBinary('engine', config.dataDir, env),
+          locateBinary('engine', config.dataDir, paths.engineBin),
           'serve',
           bundleDir,
           '--bind',
@@ -98,8 +91,8 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
     const prepare = async () => {
       const artifact = await artifactFor(deps.registry, entry);
       bundleDir = await fetchBundle(deps.registry, artifact, config.dataDir);
-      checkBundle(locateLibrary('engine', config.dataDir, env), bundleDir);
-      locateBinary('engine', config.dataDir, env);
+      checkBundle(locateLibrary('engine', config.dataDir, paths.engineLib), bundleDir);
+      locateBinary('engine', config.dataDir, paths.engineBin);
     };
     return prepare().then(
       () => proc.start(),
@@ -122,11 +115,11 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
       ports: 2,
       readyPath: '/v1/models',
       command: ([data, mgmt]) => ({
-        argv: [locateBinary('router', config.dataDir, env), 'serve', '--bind', `127.0.0.1:${data}`, '--mgmt-bind', `127.0.0.1:${mgmt}`],
+        argv: [locateBinary('router', config.dataDir, paths.routerBin), 'serve', '--bind', `127.0.0.1:${data}`, '--mgmt-bind', `127.0.0.1:${mgmt}`],
         env: childEnv,
       }),
       onReady: (baseUrl, [, mgmt]) => {
-        const handle = connectRouter(locateLibrary('router', config.dataDir, env), `http://127.0.0.1:${mgmt}`);
+        const handle = connectRouter(locateLibrary('router', config.dataDir, paths.routerLib), `http://127.0.0.1:${mgmt}`);
         try {
           const models = handle.models();
           unregister = models.map((slug) => deps.router.registerBackend(slug, `${baseUrl}/v1`, { source: 'engine' }));
@@ -147,7 +140,7 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
     entries,
 
     /** Whether ENGINES (or ARIA_ROUTER=supervise) asks for any process. */
-    configured: () => entries.length > 0 || env.ARIA_ROUTER === 'supervise',
+    configured: () => entries.length > 0 || paths.superviseRouter,
 
     /** Starts every configured process in the background; bundles are fetched and checked first. */
     start(): Promise<void> {
@@ -155,7 +148,7 @@ export function createSupervisor(ctx: AppContext, deps: SupervisorDeps, opts: Su
       started = true;
       writeState();
       const all = entries.map((entry, i) => engineProcess(entry, i));
-      if (env.ARIA_ROUTER === 'supervise') all.push(routerProcess());
+      if (paths.superviseRouter) all.push(routerProcess());
       process.on('exit', killAll);
       return Promise.all(all).then(
         () => undefined,

@@ -1,7 +1,8 @@
 /**
  * The shared shell of the public HTML pages (/, /models, /pricing, /downloads): one small
- * stylesheet, a nav, and escaping. Pages pass already-escaped body HTML built with `html`.
+ * stylesheet and a nav. Pages pass already-escaped body HTML built with the HTML kit's `html`.
  */
+import { html, SafeHtml } from '../../platform/http/html';
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:0 1rem;color:#222}
 header{display:flex;gap:1.25rem;align-items:baseline;border-bottom:1px solid #ddd;padding:.75rem 0;margin-bottom:1rem}
@@ -15,33 +16,6 @@ const NAV: Array<[string, string]> = [
   ['/pricing', 'Pricing'],
   ['/downloads', 'Downloads'],
 ];
-
-/** Escapes text for HTML element content and attribute values. */
-export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-/** Raw HTML that `html` inserts as is (the result of a nested `html` call). */
-export class SafeHtml {
-  constructor(readonly value: string) {}
-  toString() {
-    return this.value;
-  }
-}
-
-/**
- * Tagged template that escapes every interpolated value unless it is SafeHtml; arrays are joined.
- * Example: html`<li>${model.name}</li>` escapes the name.
- */
-export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
-  let out = strings[0]!;
-  values.forEach((v, i) => {
-    const parts = Array.isArray(v) ? v : [v];
-    out += parts.map((p) => (p instanceof SafeHtml ? p.value : p === null || p === undefined ? '' : escapeHtml(p))).join('');
-    out += strings[i + 1]!;
-  });
-  return new SafeHtml(out);
-}
 
 /** A complete page as a 200 text/html Response. */
 export function renderPage({ title, body, status = 200 }: { title: string; body: SafeHtml; status?: number }): Response {

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
-import { escapeHtml } from './layout';
+import { escapeHtml } from '../../platform/http/html';
 
 /** Public pages that exist and belong in the sitemap; modules add theirs with `addPage`. */
 export interface SitemapPage {
@@ -15,13 +15,19 @@ export function createSiteService(ctx: AppContext) {
 
   return {
     siteInfo() {
-      const { site, currency, publicUrl } = ctx.config;
+      const { site, currency, publicUrl, paymentMode, agentCloudApiKey } = ctx.config;
       return {
         site,
         currency,
         name: site === 'intl' ? 'cpd International' : 'cpd China',
         public_url: publicUrl,
-        features: { invoices: site === 'cn', receipts: site === 'intl' },
+        features: {
+          invoices: site === 'cn',
+          receipts: site === 'intl',
+          // What a visitor can do for free here: top up without paying, run agent turns unbilled.
+          sandbox_payments: paymentMode === 'sandbox',
+          open_agents: agentCloudApiKey === null,
+        },
       };
     },
 

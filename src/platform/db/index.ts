@@ -1,4 +1,4 @@
 export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './client';
-export { migrate, type Migration } from './migrate';
+export { migrate, type MigrateOptions, type Migration } from './migrate';
 export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } from './batch-writer';
 export { isDatabaseUnreachable } from './unreachable';

@@ -1,13 +1,14 @@
 /**
  * The one auth layer. A route declares the credentials it accepts, `{ auth: ['session', 'key'] }`,
- * and gets `caller`; no module parses Authorization itself (SPEC "Authentication").
+ * and gets `caller`; no module parses Authorization itself.
  *   session: `Authorization: Bearer <session token>` or the `cpd_session` cookie   (S)
- *   query:   `?token=<session token>`, only where SPEC marks Q                      (Q)
+ *   query:   `?token=<session token>`, only on link downloads                        (Q)
  *   key:     `Authorization: Bearer bfvk-…`                                          (K)
  *   admin:   a session whose account has the admin role (403 otherwise)
  */
 import { Elysia } from 'elysia';
 import { AppError } from '../errors';
+import { requireSameOriginForCookie } from './origin';
 
 export type AuthMode = 'session' | 'query' | 'key' | 'admin';
 
@@ -86,11 +87,48 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
   return caller;
 }
 
-export const authPlugin = (resolver: CallerResolver) =>
-  new Elysia({ name: 'cpd/auth' }).macro({
+/**
+ * The `auth` macro. The caller is resolved in `transform`, before the body is validated: without
+ * a credential the answer is 401 whatever the body's fields or type (a body that is not even
+ * well-formed JSON is the one thing Elysia reports first, as 400, when it parses). A
+ * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
+ * (platform/http/origin.ts). No parse hook: it would hide the routes' JSON bodies from the
+ * OpenAPI document.
+ */
+export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
+  const callers = new WeakMap<Request, Caller>();
+  return new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
-      async resolve({ request }) {
-        return { caller: await resolveCaller(resolver, request, modes) };
+      async transform({ request }) {
+        callers.set(request, await authenticate(resolver, publicOrigin, request, modes));
       },
+      resolve: ({ request }) => ({ caller: callers.get(request)! }),
+      // Also tells authModesByRoute (and readers of the OpenAPI document) what the route accepts.
+      detail: { [AUTH_DETAIL]: modes } as Record<string, unknown>,
     }),
   });
+};
+
+/** The caller for `modes`, a cookie-authenticated unsafe request only from PUBLIC_URL's origin; else 401/403. */
+export async function authenticate(resolver: CallerResolver, publicOrigin: string, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
+  const caller = await resolveCaller(resolver, request, modes);
+  if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
+  return caller;
+}
+
+/** An OpenAPI extension on each protected operation: the credentials it accepts. */
+const AUTH_DETAIL = 'x-cpd-auth';
+
+/**
+ * "METHOD /route/:template" → the credentials the route accepts, read from a built app's routes.
+ * Elysia parses a body before any route hook runs, so a body that is not JSON fails before the
+ * `auth` macro; the error plugin looks the route up here to answer a stranger 401 all the same.
+ */
+export function authModesByRoute(routes: ReadonlyArray<{ method: string; path: string; hooks?: { detail?: unknown } }>): Map<string, AuthMode[]> {
+  const table = new Map<string, AuthMode[]>();
+  for (const r of routes) {
+    const modes = (r.hooks?.detail as Record<string, unknown> | undefined)?.[AUTH_DETAIL];
+    if (Array.isArray(modes)) table.set(`${r.method} ${r.path}`, modes as AuthMode[]);
+  }
+  return table;
+}

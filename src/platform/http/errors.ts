@@ -1,5 +1,5 @@
 /**
- * The error contract (DECISIONS §2): every non-2xx body is {"error": string} as JSON; Elysia's
+ * The error contract: every non-2xx body is {"error": string} as JSON; Elysia's
  * own 422 and plain-text 404 never leak; unknown errors become 500 without internals.
  */
 import { Elysia } from 'elysia';
@@ -82,7 +82,13 @@ function validationMessage(error: unknown): string {
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
-export const errorPlugin = (log: Logger) =>
+/**
+ * Called for a body that is not well-formed JSON, with the matched route template, before the
+ * 400 is answered: it throws the route's auth error (401/403) for a caller the route would refuse.
+ */
+export type ParseErrorGate = (request: Request, route: string) => Promise<void>;
+
+export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
   new Elysia({ name: 'cpd/errors' })
     .onRequest((context) => {
       const { request } = context;
@@ -91,8 +97,16 @@ export const errorPlugin = (log: Logger) =>
       // reads the body from the context's request, so replacing it here covers every route.
       if (request.body) (context as { request: Request }).request = withBodyLimit(request, MAX_REQUEST_BODY_BYTES);
     })
-    .onError({ as: 'global' }, ({ error, code, set }) => {
-      const response = errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);
+    .onError({ as: 'global' }, async ({ error, code, set, request, route }) => {
+      let failure: unknown = error;
+      if (gate && code === 'PARSE' && !((error as Error)?.cause instanceof AppError) && route) {
+        try {
+          await gate(request, route);
+        } catch (authError) {
+          failure = authError;
+        }
+      }
+      const response = errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
       set.status = response.status; // read by the access log
       // Keep headers already set on the context (X-Request-Id).
       for (const [k, v] of Object.entries(set.headers)) if (!response.headers.has(k) && typeof v === 'string') response.headers.set(k, v);

@@ -1,22 +1,33 @@
 /**
  * Token-bucket rate limiting, in memory per process. A bucket holds `capacity` tokens and refills
- * `refillPerSec`; an empty bucket answers 429 with Retry-After. Idle buckets are swept.
+ * `refillPerSec`; an empty bucket answers 429 with Retry-After. Memory is bounded: idle buckets
+ * are swept, and past `maxKeys` the least recently used bucket is dropped (a flood of new
+ * identifiers or addresses cannot grow the map without limit; a dropped bucket starts full again,
+ * which only forgives the quietest key).
  */
 import { AppError } from '../errors';
+import { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../limits';
 
-export interface RateLimit {
-  capacity: number;
-  refillPerSec: number;
-}
+export { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../limits';
+
+/** Keys held per limiter before the least recently used one is dropped (about 10 MB at most). */
+export const DEFAULT_MAX_KEYS = 100_000;
 
 export class TokenBucketLimiter {
+  /** Map order is recency order: a key touched is moved to the end, eviction takes the first. */
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   private lastSweep = 0;
 
   constructor(
     readonly limit: RateLimit,
     private readonly now: () => number = () => performance.now(),
+    private readonly maxKeys = DEFAULT_MAX_KEYS,
   ) {}
+
+  /** How many keys are held now (for the memory bound's test). */
+  get size(): number {
+    return this.buckets.size;
+  }
 
   /** Takes `cost` tokens for `key`; returns 0 when allowed, else the seconds until it would be. */
   take(key: string, cost = 1): number {
@@ -26,7 +37,9 @@ export class TokenBucketLimiter {
     const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
     bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * refillPerSec);
     bucket.at = now;
+    this.buckets.delete(key);
     this.buckets.set(key, bucket);
+    if (this.buckets.size > this.maxKeys) this.buckets.delete(this.buckets.keys().next().value!);
     if (bucket.tokens >= cost) {
       bucket.tokens -= cost;
       return 0;
@@ -46,10 +59,6 @@ export class TokenBucketLimiter {
     if (bucket) bucket.tokens = Math.min(this.limit.capacity, bucket.tokens + cost);
   }
 
-  reset(key: string): void {
-    this.buckets.delete(key);
-  }
-
   private sweep(now: number) {
     if (now - this.lastSweep < 60_000) return;
     this.lastSweep = now;
@@ -57,28 +66,6 @@ export class TokenBucketLimiter {
     for (const [key, b] of this.buckets) if (now - b.at > fullAfterMs) this.buckets.delete(key);
   }
 }
-
-/**
- * The app's named limits and their defaults. Each is a token bucket per key (an identifier, a
- * client address, a credential); `capacity` is the burst, refilled at `refillPerSec`.
- * Override any of them with RATE_LIMITS, e.g. `RATE_LIMITS=login=20/1m,gateway=1200/1m`
- * (N/duration: a burst of N, refilled at N per duration).
- */
-export const namedLimits = {
-  /** Login attempts, per identifier and per client address; a successful login is refunded. */
-  login: { capacity: 10, refillPerSec: 10 / 60 },
-  /** Registrations, per email and per client address. */
-  register: { capacity: 10, refillPerSec: 10 / 3600 },
-  /** 2FA code attempts (verify, enable, disable), per challenge or account and per client address. */
-  twofa: { capacity: 10, refillPerSec: 10 / 60 },
-  /** Model downloads, per credential (session user or API key). */
-  download: { capacity: 60, refillPerSec: 60 / 60 },
-  /** Gateway requests, per API key. */
-  gateway: { capacity: 600, refillPerSec: 600 / 60 },
-} satisfies Record<string, RateLimit>;
-
-export type LimitName = keyof typeof namedLimits;
-export const LIMIT_NAMES = Object.keys(namedLimits) as LimitName[];
 
 /**
  * A limiter for one named limit, honouring RATE_LIMITS overrides in `config.rateLimits` and
@@ -95,19 +82,4 @@ export function namedLimiter(
 /** Every named limiter at once: `const limiters = createLimiters(ctx); limiters.gateway.enforce(keyId)`. */
 export function createLimiters(ctx: Parameters<typeof namedLimiter>[0]): Record<LimitName, TokenBucketLimiter> {
   return Object.fromEntries(LIMIT_NAMES.map((name) => [name, namedLimiter(ctx, name)])) as Record<LimitName, TokenBucketLimiter>;
-}
-
-/** Parses RATE_LIMITS (`name=N/duration,…`); throws on an unknown name or a malformed value. */
-export function parseRateLimits(raw: string, parseDurationMs: (raw: string) => number): Partial<Record<LimitName, RateLimit>> {
-  const out: Partial<Record<LimitName, RateLimit>> = {};
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
-    const m = /^(\w+)=(\d+)\/(.+)$/.exec(entry);
-    if (!m) throw new Error(`"${entry}" is not name=N/duration (example: login=10/1m)`);
-    const name = m[1] as LimitName;
-    if (!LIMIT_NAMES.includes(name)) throw new Error(`"${m[1]}" is not one of ${LIMIT_NAMES.join(', ')}`);
-    const capacity = Number(m[2]);
-    if (capacity < 1) throw new Error(`${name}: the burst must be at least 1`);
-    out[name] = { capacity, refillPerSec: capacity / (parseDurationMs(m[3]!) / 1000) };
-  }
-  return out;
 }

@@ -7,11 +7,12 @@ import { errorPlugin } from '../../../src/platform/http/errors';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { testClock } from './test-clock';
+import { manualClock } from '../../support/clock';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`API keys (${kind})`, () => {
-    const clock = testClock();
+    const clock = manualClock();
     let t: TestApp;
     let user: Awaited<ReturnType<typeof makeUser>>;
     let other: Awaited<ReturnType<typeof makeUser>>;
@@ -28,7 +29,7 @@ for (const kind of DB_KINDS) {
       t = await createTestApp(kind, {}, { clock });
       user = await makeUser(t);
       other = await makeUser(t);
-      keyRoute = new Elysia().use(errorPlugin(t.ctx.log)).use(authPlugin(t.services.accounts.resolver)).get('/k', ({ caller }) => caller, { auth: ['key'] });
+      keyRoute = new Elysia().use(errorPlugin(t.ctx.log)).use(authPlugin(t.services.accounts.resolver, 'http://localhost:8080')).get('/k', ({ caller }) => caller, { auth: ['key'] });
     });
     afterAll(() => t.close());
 
@@ -67,17 +68,13 @@ for (const kind of DB_KINDS) {
       ])
         await t.ctx.database.query(sql.raw(q));
       const updates = async () => (await t.ctx.database.query<{ n: number }>(sql`select n from key_updates`))[0]!.n;
-      const waitFor = async (what: () => Promise<boolean>) => {
-        const deadline = Date.now() + 5000;
-        while (!(await what()) && Date.now() < deadline) await Bun.sleep(5);
-      };
 
       const key = await t.services.accounts.createApiKey(user.id, 'use');
       const first = await whoAmI(key.key);
       expect(first.status).toBe(200);
       expect(first.body).toMatchObject({ userId: user.id, via: 'key', keyId: key.id, sessionId: null });
       const firstUse = clock.now().toISOString();
-      await waitFor(async () => (await lastUsed(key.id)) !== null);
+      await waitFor(async () => (await lastUsed(key.id)) !== null, 'the first use to be written');
       expect(new Date((await lastUsed(key.id))!).toISOString()).toBe(firstUse);
 
       clock.advance(30_000);
@@ -85,7 +82,7 @@ for (const kind of DB_KINDS) {
       clock.advance(31_000);
       expect((await whoAmI(key.key)).status).toBe(200);
       const later = clock.now().toISOString();
-      await waitFor(async () => new Date((await lastUsed(key.id))!).toISOString() === later);
+      await waitFor(async () => new Date((await lastUsed(key.id))!).toISOString() === later, 'the later use to be written');
       expect(new Date((await lastUsed(key.id))!).toISOString()).toBe(later);
       // Seven uses, two writes: the first use and the first one a minute later.
       expect(await updates()).toBe(2);
@@ -120,8 +117,7 @@ for (const kind of DB_KINDS) {
         await createAccountsService(second.ctx).revokeApiKey(user.id, key.id);
         // In one process the two LISTEN connections race each other; across processes the very next
         // request is checked (tests/modules/accounts/revoke.e2e.test.ts). Here: within a deadline.
-        const deadline = Date.now() + 5000;
-        while ((await whoAmI(key.key)).status === 200 && Date.now() < deadline) await Bun.sleep(5);
+        await waitFor(async () => (await whoAmI(key.key)).status !== 200, 'the revocation to reach this process');
         expect((await whoAmI(key.key)).status).toBe(401);
       } finally {
         await second.close();

@@ -3,13 +3,13 @@ import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { testClock } from './test-clock';
+import { manualClock } from '../../support/clock';
 
 const password = 'correct horse battery';
 
 for (const kind of DB_KINDS) {
   describe(`auth routes (${kind})`, () => {
-    const clock = testClock();
+    const clock = manualClock();
     let t: TestApp;
     beforeAll(async () => {
       t = await createTestApp(kind, { SESSION_TTL: '1h', RATE_LIMITS: 'register=100/1m,login=100/1m' }, { clock });
@@ -107,7 +107,8 @@ for (const kind of DB_KINDS) {
       const login = await t.request('POST', '/api/auth/login', { body: { identifier: 'new.user@example.com', password } });
       const cookie = { cookie: `theme=dark; cpd_session=${login.body.token}` };
       expect((await t.request('GET', '/api/auth/me', { headers: cookie })).status).toBe(200);
-      const out = await t.request('POST', '/api/auth/logout', { headers: cookie });
+      // A browser's own fetch() sends this site's Origin with a cookie write.
+      const out = await t.request('POST', '/api/auth/logout', { headers: { ...cookie, origin: 'http://localhost:8080' } });
       expect(out.status).toBe(204);
       expect(out.text).toBe('');
       expect(out.headers.get('set-cookie')).toContain('cpd_session=; Max-Age=0');
@@ -162,7 +163,7 @@ for (const kind of DB_KINDS) {
 
 describe('secure cookie', () => {
   test('the session cookie is Secure when PUBLIC_URL is https', async () => {
-    const t = await createTestApp('postgres', { PUBLIC_URL: 'https://cpd.example.com' });
+    const t = await createTestApp('postgres', { PUBLIC_URL: 'https://cpd.example.com', PAYMENT_MODE: 'sandbox' });
     try {
       const res = await t.request('POST', '/api/auth/register', { body: { email: 'secure@example.com', password } });
       expect(res.headers.get('set-cookie')).toMatch(/^cpd_session=[\w-]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax$/);

@@ -4,13 +4,13 @@ import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { testClock } from './test-clock';
+import { manualClock } from '../../support/clock';
 
 const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
 
 for (const kind of DB_KINDS) {
   describe(`2FA (${kind})`, () => {
-    const clock = testClock();
+    const clock = manualClock();
     let t: TestApp;
     let user: Awaited<ReturnType<typeof makeUser>>;
     let secret: string;
@@ -150,7 +150,7 @@ describe('TOTP is RFC 6238', () => {
     [2000000000, '279037'],
   ];
 
-  const clock = testClock(0);
+  const clock = manualClock(0);
   let t: TestApp;
   let user: Awaited<ReturnType<typeof makeUser>>;
   beforeAll(async () => {

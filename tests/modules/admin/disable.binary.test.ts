@@ -52,7 +52,7 @@ describe('disabling an account across processes', () => {
 
     const res = await call(a, 'PATCH', `/api/admin/users/${reg.body.user.id}`, admin, { disabled: true });
     expect(res.status).toBe(200);
-    await waitFor(async () => !(await keyAccepted(b, key)), 'B to refuse the key', 1_000);
+    await waitFor(async () => !(await keyAccepted(b, key)), 'B to refuse the key', { timeoutMs: 1_000 });
     expect((await call(b, 'GET', '/api/auth/me', reg.body.token)).status).toBe(401);
     expect((await call(b, 'POST', '/api/auth/login', undefined, { identifier: 'abuse@x.example', password: 'abuse-password' })).status).toBe(403);
     const audit = await call(b, 'GET', '/api/admin/audit', admin);
@@ -72,6 +72,6 @@ describe('disabling an account across processes', () => {
     const res = await cpd('users', 'disable', '--user', 'shell-target@x.example');
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ disabled: true });
-    await waitFor(async () => !(await keyAccepted(a, key)) && !(await keyAccepted(b, key)), 'both servers to refuse the key', 1_000);
+    await waitFor(async () => !(await keyAccepted(a, key)) && !(await keyAccepted(b, key)), 'both servers to refuse the key', { timeoutMs: 1_000 });
   }, 60_000);
 });

@@ -3,13 +3,14 @@ import { createTestApp, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
 import { startFakeAlipay } from '../billing/fakes/alipay';
 import { startFakeWechat } from '../billing/fakes/wechat';
-import { adjustableClock, ledgerSumMicros } from '../billing/support';
+import { manualClock } from '../../support/clock';
+import { ledgerSumMicros } from '../billing/support';
 import { auditEntries } from './support';
 
 describe('admin reconcile against a local WeChat Pay whose notification was lost (postgres)', () => {
   const wechat = startFakeWechat();
   const alipay = startFakeAlipay();
-  const clock = adjustableClock();
+  const clock = manualClock();
   let t: TestApp;
   let admin: Awaited<ReturnType<typeof makeUser>>;
   let user: Awaited<ReturnType<typeof makeUser>>;

@@ -83,4 +83,37 @@ for (const kind of DB_KINDS) {
       expect((await t.request('GET', '/v1/agents', { token: 'bfvk-unknownunknownunknownunknownunknown0' })).status).toBe(401);
     });
   });
+
+  describe(`anonymous agent callers in open mode (${kind})`, () => {
+    let t: TestApp;
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    beforeAll(async () => {
+      t = await createTestApp(kind, { TRUST_PROXY: 'true', RATE_LIMITS: 'agents_anonymous=5/1h' });
+    });
+    afterAll(() => t.close());
+
+    test('each client address has its own workspace: no anonymous caller sees another one\'s agents or sessions', async () => {
+      const a = await t.request('POST', '/v1/agents', { headers: from('203.0.113.1'), body: { model: 'm' } });
+      const session = await t.request('POST', '/v1/agents/sessions', { headers: from('203.0.113.1'), body: { agent_id: a.body.id } });
+      expect(session.status).toBe(201);
+      const b = from('203.0.113.2');
+      expect((await t.request('GET', '/v1/agents?limit=100', { headers: b })).body.data).toEqual([]);
+      expect((await t.request('GET', `/v1/agents/sessions/${session.body.id}`, { headers: b })).status).toBe(404);
+      expect((await t.request('GET', '/v1/agents/sessions', { headers: b })).body.data).toEqual([]);
+      // The same address sees its own.
+      expect((await t.request('GET', `/v1/agents/sessions/${session.body.id}`, { headers: from('203.0.113.1') })).status).toBe(200);
+    });
+
+    test('anonymous callers are rate limited per address (agents_anonymous); other addresses and key holders are not', async () => {
+      const c = from('203.0.113.3');
+      for (let i = 0; i < 5; i++) expect((await t.request('GET', '/v1/agents', { headers: c })).status).toBe(200);
+      const limited = await t.request('POST', '/v1/agents', { headers: c, body: { model: 'm' } });
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: expect.any(String) });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await t.request('GET', '/v1/agents', { headers: from('203.0.113.4') })).status).toBe(200);
+      const key = await makeApiKey(t, (await makeUser(t)).id);
+      expect((await t.request('GET', '/v1/agents', { headers: c, token: key.key })).status).toBe(200);
+    });
+  });
 }

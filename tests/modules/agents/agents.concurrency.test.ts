@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { type AgentsHarness, getSession, handClock, isSettled, newSession, parseSse, streamEvent, startAgentsApp, waitFor } from './agents.helpers';
+import { type AgentsHarness, getSession, isSettled, MODEL, newSession, parseSse, streamEvent, startAgentsApp } from './agents.helpers';
+import { manualClock } from '../../support/clock';
+import { waitFor } from '../../support/wait';
 
 const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
 
@@ -38,7 +40,9 @@ describe('agent turns under concurrency (postgres)', () => {
   test('a second turn while one runs is 409 and is not recorded', async () => {
     const { t, up } = h;
     up.reset();
-    up.set({ content: LONG, chunkDelayMs: 10 });
+    // The first turn's upstream pauses after one frame until the test has tried the others.
+    const gate = Promise.withResolvers<void>();
+    up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
     const { session } = await newSession(t, {});
     const first = await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'first' } });
     expect(first.status).toBe(201);
@@ -47,7 +51,8 @@ describe('agent turns under concurrency (postgres)', () => {
     expect(second.body).toEqual({ error: expect.any(String) });
     const streamed = await t.request('POST', `/v1/agents/sessions/${session.id}/events/stream`, { body: { role: 'user', content: 'third' } });
     expect(streamed.status).toBe(409);
-    await waitFor(() => getSession(t, session.id), isSettled, 'the first turn');
+    gate.resolve();
+    await waitFor(() => getSession(t, session.id), 'the first turn', { until: isSettled });
     const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from agent_events where session_id = ${session.id}`);
     expect(row!.n).toBe(1);
   });
@@ -61,14 +66,15 @@ describe('agent turns under concurrency (postgres)', () => {
       ['a', 'b'].map(async (c) => (await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: c } })).status),
     );
     expect(statuses.sort()).toEqual([201, 409]);
-    await waitFor(() => getSession(t, session.id), isSettled, 'the turn');
+    await waitFor(() => getSession(t, session.id), 'the turn', { until: isSettled });
     expect((await t.request('GET', `/v1/agents/sessions/${session.id}/turns`)).body.data).toHaveLength(1);
   });
 
   test('a client that disconnects mid-stream: the turn completes and is persisted', async () => {
     const { t, up } = h;
     up.reset();
-    up.set({ content: LONG, chunkDelayMs: 20 });
+    const gate = Promise.withResolvers<void>();
+    up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
     const { session } = await newSession(t, {});
     const abort = new AbortController();
     const res = await streamEvent(t, session.id, { role: 'user', content: 'long please' }, { signal: abort.signal });
@@ -82,10 +88,11 @@ describe('agent turns under concurrency (postgres)', () => {
     }
     abort.abort();
     await reader.cancel();
-    // Still mid-turn when the client left.
+    // Still mid-turn when the client left (the upstream is paused until now).
     expect((await getSession(t, session.id)).status).toBe('in_progress');
+    gate.resolve();
 
-    const settled = await waitFor(() => getSession(t, session.id), isSettled, 'the abandoned turn');
+    const settled = await waitFor(() => getSession(t, session.id), 'the abandoned turn', { until: isSettled });
     expect(settled.status).toBe('idle');
     const items = await t.request('GET', `/v1/agents/sessions/${session.id}/items`);
     expect(items.body.data[0]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: LONG }] });
@@ -97,12 +104,19 @@ describe('agent turns under concurrency (postgres)', () => {
   test('over a real socket: SSE headers on the wire, and a closed connection does not stop the turn', async () => {
     const { t, up } = h;
     up.reset();
-    up.set({ content: LONG, chunkDelayMs: 20 });
-    const { session } = await newSession(t, {});
+    const gate = Promise.withResolvers<void>();
+    up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
     t.app.listen({ hostname: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${t.app.server!.port}`;
+    // All over the socket: an anonymous caller's workspace is its client address.
+    const api = async (method: string, path: string, body?: unknown) =>
+      (await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+    const getSession = (id: string) => api('GET', `/v1/agents/sessions/${id}`);
     try {
+      const agent = await api('POST', '/v1/agents', { model: MODEL });
+      const session = await api('POST', '/v1/agents/sessions', { agent_id: agent.id });
       const abort = new AbortController();
-      const res = await fetch(`http://127.0.0.1:${t.app.server!.port}/v1/agents/sessions/${session.id}/events/stream`, {
+      const res = await fetch(`${base}/v1/agents/sessions/${session.id}/events/stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ role: 'user', content: 'over the wire' }),
@@ -120,10 +134,11 @@ describe('agent turns under concurrency (postgres)', () => {
       }
       expect(parseSse(text.slice(0, text.indexOf('\n\n') + 2))[0]!.event).toBe('delta');
       abort.abort();
-      expect((await getSession(t, session.id)).status).toBe('in_progress');
-      expect((await waitFor(() => getSession(t, session.id), isSettled, 'the turn')).status).toBe('idle');
-      const items = await t.request('GET', `/v1/agents/sessions/${session.id}/items`);
-      expect(items.body.data[0].content[0].text).toBe(LONG);
+      expect((await getSession(session.id)).status).toBe('in_progress');
+      gate.resolve();
+      expect((await waitFor(() => getSession(session.id), 'the turn', { until: isSettled })).status).toBe('idle');
+      const items = await api('GET', `/v1/agents/sessions/${session.id}/items`);
+      expect(items.data[0].content[0].text).toBe(LONG);
     } finally {
       await t.app.stop(true);
     }
@@ -132,13 +147,14 @@ describe('agent turns under concurrency (postgres)', () => {
   test('deleting a session mid-turn stops its upstream call', async () => {
     const { t, up } = h;
     up.reset();
-    up.set({ content: LONG, chunkDelayMs: 20 });
+    const gate = Promise.withResolvers<void>(); // never opened: only the delete ends the upstream call
+    up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
     const { session } = await newSession(t, {});
     expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'go' } })).status).toBe(201);
-    await waitFor(() => up.stats.streamsStarted, (n) => n === 1, 'the upstream stream');
+    await waitFor(() => up.stats.streamsStarted, 'the upstream stream', { until: (n) => n === 1 });
     const deleted = await t.request('DELETE', `/v1/agents/sessions/${session.id}`);
     expect(deleted.status).toBe(200);
-    await waitFor(() => up.stats.streamsAborted, (n) => n === 1, 'the upstream abort');
+    await waitFor(() => up.stats.streamsAborted, 'the upstream abort', { until: (n) => n === 1 });
     expect(up.stats.streamsCompleted).toBe(0);
     const [row] = await t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from agent_turns where session_id = ${session.id}`);
     expect(row!.n).toBe(0);
@@ -146,7 +162,7 @@ describe('agent turns under concurrency (postgres)', () => {
 });
 
 describe('a turn lost with its process (postgres)', () => {
-  const clock = handClock();
+  const clock = manualClock();
   let h: AgentsHarness;
   beforeAll(async () => {
     h = await startAgentsApp('postgres', {}, { clock });
@@ -155,18 +171,22 @@ describe('a turn lost with its process (postgres)', () => {
 
   test('a turn still running after 15 minutes is marked failed and a new message is accepted', async () => {
     const { t, up } = h;
-    up.set({ content: LONG, chunkDelayMs: 20 });
+    // The first turn's upstream pauses until the replacing turn has answered: it stands for a turn
+    // whose process was lost, and its late outcome must not land.
+    const gate = Promise.withResolvers<void>();
+    up.set({ content: LONG, hold: { afterFrames: 1, until: gate.promise } });
     const { session } = await newSession(t, {});
     expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'first' } })).status).toBe(201);
     expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'too soon' } })).status).toBe(409);
 
     clock.advance(15 * 60_000 + 1);
-    up.set({ content: 'fresh answer', chunkDelayMs: 0 });
+    up.set({ content: 'fresh answer', hold: null });
     expect((await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'user', content: 'again' } })).status).toBe(201);
-    expect((await waitFor(() => getSession(t, session.id), isSettled, 'the new turn')).status).toBe('idle');
+    expect((await waitFor(() => getSession(t, session.id), 'the new turn', { until: isSettled })).status).toBe('idle');
 
     // The replaced turn's late outcome is dropped: only the new answer is in the history.
-    await waitFor(() => up.stats.streamsCompleted + up.stats.streamsAborted, (n) => n === 2, 'both upstream streams');
+    gate.resolve();
+    await waitFor(() => up.stats.streamsCompleted + up.stats.streamsAborted, 'both upstream streams', { until: (n) => n === 2 });
     const turns = (await t.request('GET', `/v1/agents/sessions/${session.id}/turns?order=asc`)).body.data;
     expect(turns.map((x: any) => [x.status, x.error])).toEqual([
       ['failed', 'turn interrupted'],

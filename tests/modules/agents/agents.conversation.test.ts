@@ -7,18 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { DB_KINDS } from '../../support/db';
 import { makeApiKey, makeUser } from '../../support/make';
-import {
-  type AgentsHarness,
-  getSession,
-  isSettled,
-  newSession,
-  parseSse,
-  streamEvent,
-  startAgentsApp,
-  WEATHER_TOOL,
-  waitFor,
-  weatherBehaviour,
-} from './agents.helpers';
+import { type AgentsHarness, getSession, isSettled, newSession, parseSse, streamEvent, startAgentsApp, WEATHER_TOOL, weatherBehaviour } from './agents.helpers';
+import { waitFor } from '../../support/wait';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -51,7 +41,7 @@ for (const kind of DB_KINDS) {
       expect(posted.body.id).toMatch(/^evt_/);
       expect(posted.body.created_at).toMatch(ISO);
 
-      const waiting = await waitFor(() => getSession(t, session.id, key.key), isSettled, 'the first turn');
+      const waiting = await waitFor(() => getSession(t, session.id, key.key), 'the first turn', { until: isSettled });
       expect(waiting.status).toBe('requires_action');
       expect(waiting.required_actions).toEqual([
         { type: 'function_call', call_id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}', turn_id: expect.stringMatching(/^turn_/) },
@@ -82,7 +72,7 @@ for (const kind of DB_KINDS) {
       });
       expect(answered.status).toBe(201);
       expect(answered.body.type).toBe('tool_result');
-      const done = await waitFor(() => getSession(t, session.id, key.key), isSettled, 'the second turn');
+      const done = await waitFor(() => getSession(t, session.id, key.key), 'the second turn', { until: isSettled });
       expect(done).toMatchObject({ status: 'idle', error: null, required_actions: [] });
       // Two turns of 10 prompt tokens; 1 completion token for the call, 5 for the sentence.
       expect(done.usage).toEqual({ input_tokens: 20, output_tokens: 6, total_tokens: 26 });
@@ -121,7 +111,7 @@ for (const kind of DB_KINDS) {
       expect(late.status).toBe(409);
 
       // Billed like the gateway: 26 tokens at 1000 micro-units each.
-      await waitFor(() => t.services.billing.getBalanceMicros(user.id), (b) => b === 10_000_000n - 26_000n, 'the wallet debits');
+      await waitFor(() => t.services.billing.getBalanceMicros(user.id), 'the wallet debits', { until: (b) => b === 10_000_000n - 26_000n });
       // The router's usage rows name the turns that made them.
       await t.services.router.flushUsage();
       const usage = await t.ctx.database.query<{ request_id: string }>(sql`select request_id from router_usage where user_id = ${user.id}`);
@@ -181,7 +171,7 @@ for (const kind of DB_KINDS) {
       up.set({ toolCalls: null, content: 'A rains, B too.' });
       const rest = await t.request('POST', `/v1/agents/sessions/${session.id}/events`, { body: { role: 'tool', tool_call_results: [{ call_id: 'call_b', output: 'rain' }] } });
       expect(rest.status).toBe(201);
-      expect((await waitFor(() => getSession(t, session.id), isSettled, 'the answer')).status).toBe('idle');
+      expect((await waitFor(() => getSession(t, session.id), 'the answer', { until: isSettled })).status).toBe('idle');
       const both = up.requests.at(-1)!.body!.messages.filter((m: any) => m.role === 'tool');
       expect(both.map((m: any) => m.tool_call_id)).toEqual(['call_a', 'call_b']);
     });

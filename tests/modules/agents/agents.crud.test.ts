@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
+import { ANONYMOUS_UNLIMITED } from './agents.helpers';
 import { DB_KINDS } from '../../support/db';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -9,7 +10,7 @@ for (const kind of DB_KINDS) {
   describe(`agents and sessions CRUD (${kind})`, () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await createTestApp(kind);
+      t = await createTestApp(kind, { RATE_LIMITS: ANONYMOUS_UNLIMITED });
     });
     afterAll(() => t.close());
 

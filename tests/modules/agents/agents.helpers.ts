@@ -6,6 +6,7 @@ import type { DbKind } from '../../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
 
 export const MODEL = 'fake-model';
+export const ANONYMOUS_UNLIMITED = 'agents_anonymous=1000000/1m';
 /** 1000 per million tokens: one token costs 1000 micro-units. */
 export const PRICE_PER_MILLION = 1000;
 export const WEATHER_TOOL = {
@@ -28,7 +29,9 @@ export interface AgentsHarness {
 
 export async function startAgentsApp(kind: DbKind, env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<AgentsHarness> {
   const up = await startFakeUpstream({ models: [MODEL] });
-  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, ...env }, opts);
+  // These tests drive turns anonymously from one (socketless) address, far past the per-address
+  // limit of open mode; that limit has its own test in agents.auth.test.ts.
+  const t = await createTestApp(kind, { MODEL_BACKENDS: `${MODEL}=${up.url}`, RATE_LIMITS: ANONYMOUS_UNLIMITED, ...env }, opts);
   await t.services.pricing.setModelPrices([{ slug: MODEL, unit: 'per_million_tokens', price: PRICE_PER_MILLION }]);
   return {
     t,
@@ -38,28 +41,6 @@ export async function startAgentsApp(kind: DbKind, env: Record<string, string> =
       await up.close();
     },
   };
-}
-
-/** A clock the test moves by hand (starts at the real time). */
-export function handClock() {
-  let now = Date.now();
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
-
-/** Polls `read` until `done` holds for its value, or fails after the deadline. */
-export async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean, what = 'condition', deadlineMs = 15_000): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(value)}`);
-    await Bun.sleep(10);
-  }
 }
 
 /** Parses an SSE body with eventsource-parser; also checks every data line is one line of JSON. */

@@ -33,7 +33,7 @@ describe('openai client.beta.agents against cpd', () => {
     expect(agent.object).toBe('agent');
     expect(agent.model).toBe('fake-model');
     expect(agent.metadata).toEqual({ source: 'openai-client' });
-    // ISO timestamps (DECISIONS §9), not Unix seconds.
+    // ISO timestamps (cpd's format), not Unix seconds.
     expect(new Date(agent.created_at as unknown as string).toISOString()).toBe(agent.created_at as unknown as string);
 
     const again = await client.beta.agents.retrieve(agent.id);

@@ -75,7 +75,7 @@ describe('balance cache (postgres)', () => {
     await topUp(direct, user.id, 5n * PRICE, `cut-${user.id}`); // its NOTIFY cannot reach the proxied app
     proxy.restore();
 
-    await waitFor(async () => (await ask(proxied, user.id)) === 'ok', 'the proxied app admits after reconnecting', 15_000);
+    await waitFor(async () => (await ask(proxied, user.id)) === 'ok', 'the proxied app admits after reconnecting', { timeoutMs: 15_000 });
     expect(proxied.tc.logs.join('\n')).toContain('wallet notifications reconnected');
   });
 

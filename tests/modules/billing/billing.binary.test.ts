@@ -10,15 +10,21 @@ import { createTestContext, type TestContext } from '../../support/app';
 import { startFakeStripe } from './fakes/stripe';
 
 describe('billing in the compiled binary (postgres)', () => {
-  let tc: TestContext;
+  // One database per site: a database belongs to the site that first migrated it.
+  const databases: Record<'cn' | 'intl', TestContext> = {} as never;
   let token: string;
   beforeAll(async () => {
-    tc = await createTestContext('postgres');
-    const accounts = createAccountsService(tc.ctx);
+    for (const site of ['cn', 'intl'] as const) databases[site] = await createTestContext('postgres', { SITE: site });
+  }, 120_000);
+  afterAll(() => Promise.all(Object.values(databases).map((tc) => tc.close())));
+
+  /** A signed-in user on that site's database; `call` uses it. */
+  async function signIn(site: 'cn' | 'intl') {
+    const accounts = createAccountsService(databases[site].ctx);
     const user = await accounts.createUser({ email: 'binary@example.com', password: 'long enough password' });
     token = (await accounts.createSession(user.id)).token;
-  }, 120_000);
-  afterAll(() => tc.close());
+    return databases[site].testDb.url!;
+  }
 
   const call = (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     fetch(`${base}${path}`, {
@@ -29,7 +35,7 @@ describe('billing in the compiled binary (postgres)', () => {
     });
 
   test('China site, sandbox: QR checkout, Pay, credited wallet, invoice download', async () => {
-    const cpd = await startBinary({ env: { DATABASE_URL: tc.testDb.url!, SITE: 'cn', SECRET_KEY: 'binary-test-secret-0123456789abcdef0123' } });
+    const cpd = await startBinary({ env: { DATABASE_URL: await signIn('cn'), SITE: 'cn', SECRET_KEY: 'binary-test-secret-0123456789abcdef0123' } });
     try {
       const created = await call(cpd.url, 'POST', '/api/billing/payments', { provider: 'app_wallet', amount: 18.8, currency: 'CNY' });
       expect(created.status).toBe(201);
@@ -53,7 +59,7 @@ describe('billing in the compiled binary (postgres)', () => {
     const stripe = startFakeStripe({ secretKey: 'sk_test_binary', webhookSecret: 'whsec_binary' });
     const cpd = await startBinary({
       env: {
-        DATABASE_URL: tc.testDb.url!,
+        DATABASE_URL: await signIn('intl'),
         SITE: 'intl',
         PAYMENT_MODE: 'live',
         STRIPE_SECRET_KEY: 'sk_test_binary',

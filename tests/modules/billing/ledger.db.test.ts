@@ -2,7 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
 import { DB_KINDS } from '../../support/db';
-import { billingFixture, eventually, ledgerSumMicros } from './support';
+import { billingFixture, ledgerSumMicros } from './support';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`ledger (${kind})`, () => {
@@ -32,8 +33,10 @@ for (const kind of DB_KINDS) {
     });
 
     test('reusing a reference for a different entry is a conflict, not a silent replay', async () => {
+      const { db } = fixture.tc.ctx.database;
+      await fixture.billing.debitUsage(db, { userId: 'u3-first', amountMicros: 1n, reference: 'req-taken', description: 'x' });
       await expect(
-        fixture.billing.debitUsage(fixture.tc.ctx.database.db, { userId: 'u3', amountMicros: 1n, reference: 'req-1', description: 'x' }),
+        fixture.billing.debitUsage(db, { userId: 'u3', amountMicros: 1n, reference: 'req-taken', description: 'x' }),
       ).rejects.toMatchObject({ kind: 'conflict' });
       expect(await fixture.billing.getBalanceMicros('u3')).toBe(0n);
     });
@@ -52,7 +55,7 @@ for (const kind of DB_KINDS) {
       await other.debitUsage(db, { userId: 'u-alone', amountMicros: 1n, reference: 'req-alone', description: 'x' });
       await db.transaction((tx) => other.debitUsage(tx, { userId: 'u-in-tx', amountMicros: 1n, reference: 'req-in-tx', description: 'x' }));
       await other.credit(db, { userId: 'u-credit', type: 'adjustment', amountMicros: 5n, reference: 'adj-notify', description: 'x' });
-      await eventually(() => ['u-alone', 'u-in-tx', 'u-credit'].every((u) => seen.includes(u)));
+      await waitFor(() => ['u-alone', 'u-in-tx', 'u-credit'].every((u) => seen.includes(u)));
     });
   });
 }

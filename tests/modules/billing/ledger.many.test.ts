@@ -3,7 +3,8 @@ import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
 import { DB_KINDS } from '../../support/db';
-import { billingFixture, eventually, ledgerSumMicros } from './support';
+import { billingFixture, ledgerSumMicros } from './support';
+import { waitFor } from '../../support/wait';
 
 const entry = (userId: string, amountMicros: bigint, reference: string) => ({ userId, amountMicros, reference, description: `use ${reference}` });
 
@@ -59,7 +60,7 @@ for (const kind of DB_KINDS) {
       const other = createBillingService(fixture.tc.ctx);
       await other.debitUsageMany(fixture.tc.ctx.database.db, [entry('n-a', 1n, 'n-1'), entry('n-b', 1n, 'n-2')]);
       await fixture.tc.ctx.database.db.transaction((tx) => other.debitUsageMany(tx, [entry('n-c', 1n, 'n-3'), entry('n-d', 1n, 'n-4')]));
-      await eventually(() => ['n-a', 'n-b', 'n-c', 'n-d'].every((u) => seen.has(u)));
+      await waitFor(() => ['n-a', 'n-b', 'n-c', 'n-d'].every((u) => seen.has(u)));
     });
   });
 }

@@ -3,13 +3,14 @@ import { signSandboxNotification } from '../../../src/modules/billing/providers/
 import { createTestApp, TEST_SECRET, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { adjustableClock, ledgerSumMicros } from './support';
+import { ledgerSumMicros } from './support';
+import { manualClock } from '../../support/clock';
 
 type User = Awaited<ReturnType<typeof makeUser>>;
 
 for (const kind of DB_KINDS) {
   describe(`payments, sandbox, international site (${kind})`, () => {
-    const clock = adjustableClock();
+    const clock = manualClock();
     let t: TestApp;
     let alice: User;
     let bob: User;

@@ -4,14 +4,15 @@ import { makeUser } from '../../support/make';
 import { waitFor } from '../../support/wait';
 import { startFakeAlipay } from './fakes/alipay';
 import { startFakeWechat } from './fakes/wechat';
-import { adjustableClock, ledgerSumMicros } from './support';
+import { manualClock } from '../../support/clock';
+import { ledgerSumMicros } from './support';
 
 const FIVE_MINUTES = 5 * 60_000;
 
 describe('failed and expired payments are asked about again and credited once when paid late (postgres)', () => {
   const wechat = startFakeWechat();
   const alipay = startFakeAlipay();
-  const clock = adjustableClock();
+  const clock = manualClock();
   let t: TestApp;
   let user: Awaited<ReturnType<typeof makeUser>>;
   beforeAll(async () => {

@@ -3,7 +3,8 @@ import { buildApp } from '../../../src/app';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
 import { startFakeStripe } from './fakes/stripe';
-import { adjustableClock, ledgerSumMicros } from './support';
+import { ledgerSumMicros } from './support';
+import { manualClock } from '../../support/clock';
 
 const SECRET_KEY = 'sk_test_cpd_0123456789';
 const WEBHOOK_SECRET = 'whsec_cpd_test_0123456789';
@@ -11,7 +12,7 @@ const WEBHOOK_SECRET = 'whsec_cpd_test_0123456789';
 describe('card in live mode: Stripe Checkout against a local Stripe (postgres)', () => {
   const stripe = startFakeStripe({ secretKey: SECRET_KEY, webhookSecret: WEBHOOK_SECRET });
   const env = { SITE: 'intl', PAYMENT_MODE: 'live', STRIPE_SECRET_KEY: SECRET_KEY, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_URL: stripe.url };
-  const clock = adjustableClock();
+  const clock = manualClock();
   let t: TestApp;
   let user: Awaited<ReturnType<typeof makeUser>>;
   beforeAll(async () => {

@@ -1,11 +1,10 @@
-/** Shared helpers for billing tests: an adjustable clock and ledger/wallet assertions. */
+/** Shared helpers for billing tests: a context with a billing service, and ledger assertions. */
 import { afterAll, beforeAll } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { type BillingService, createBillingService } from '../../../src/modules/billing';
 import type { AppContext } from '../../../src/platform/context';
 import { createTestContext, type TestContext } from '../../support/app';
 import type { DbKind } from '../../support/db';
-import { waitFor } from '../../support/wait';
 
 /** A test context and a billing service on it, open for the enclosing describe block. */
 export function billingFixture(kind: DbKind) {
@@ -18,22 +17,9 @@ export function billingFixture(kind: DbKind) {
   return fixture;
 }
 
-export function adjustableClock(start = Date.now()) {
-  let now = start;
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
-
 export async function ledgerSumMicros(ctx: AppContext, userId: string): Promise<bigint> {
   const [r] = await ctx.database.query<{ s: string }>(
     sql`select coalesce(sum(amount_micros), 0)::text as s from wallet_transactions where user_id = ${userId}`,
   );
   return BigInt(r!.s);
 }
-
-/** Polls a condition until it holds or the deadline passes (no fixed sleeps in tests). */
-export const eventually = (check: () => Promise<boolean> | boolean, timeoutMs = 5_000) => waitFor(check, 'condition', timeoutMs);

@@ -3,11 +3,12 @@ import { createBillingService } from '../../../src/modules/billing';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { adjustableClock, eventually } from './support';
+import { manualClock } from '../../support/clock';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`wallet and transactions (${kind})`, () => {
-    const clock = adjustableClock();
+    const clock = manualClock();
     let t: TestApp;
     let user: Awaited<ReturnType<typeof makeUser>>;
     beforeAll(async () => {
@@ -64,14 +65,14 @@ for (const kind of DB_KINDS) {
 
 describe('payment sweeper (postgres)', () => {
   test('expires due payments on its own interval and stops at shutdown', async () => {
-    const clock = adjustableClock();
+    const clock = manualClock();
     const tc = await createTestContext('postgres', {}, { clock });
     try {
       const billing = createBillingService(tc.ctx);
       const p = await billing.payments.create('sweep-user', { provider: 'card', amount: 5, currency: 'USD' });
       billing.startSweeper(10);
       clock.advance(30 * 60_000);
-      await eventually(async () => (await billing.payments.requireOwn('sweep-user', p.id)).status === 'expired');
+      await waitFor(async () => (await billing.payments.requireOwn('sweep-user', p.id)).status === 'expired');
     } finally {
       await tc.close();
     }

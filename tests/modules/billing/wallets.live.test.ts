@@ -4,12 +4,13 @@ import { createTestApp, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
 import { startFakeAlipay } from './fakes/alipay';
 import { startFakeWechat } from './fakes/wechat';
-import { adjustableClock, ledgerSumMicros } from './support';
+import { ledgerSumMicros } from './support';
+import { manualClock } from '../../support/clock';
 
 describe('chat_wallet and app_wallet in live mode against local WeChat Pay and Alipay (postgres)', () => {
   const wechat = startFakeWechat();
   const alipay = startFakeAlipay();
-  const clock = adjustableClock();
+  const clock = manualClock();
   let t: TestApp;
   let user: Awaited<ReturnType<typeof makeUser>>;
   beforeAll(async () => {

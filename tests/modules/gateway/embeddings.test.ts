@@ -87,7 +87,7 @@ describe('embeddings', () => {
 
   test('a backend with an API key gets it as a bearer token; the caller never sees it', async () => {
     const u = await fundedUser(h, 1_000_000n);
-    const res = await fetch(`${h.baseUrl}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${u.key.key}` }, body: JSON.stringify({ model: 'keyed', input: 'a' }) });
+    const res = await fetch(`${h.baseUrl}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${u.key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'keyed', input: 'a' }) });
     expect(res.status).toBe(200);
     expect(await res.text()).not.toContain('sk-embed-upstream-key');
     const sent = h.up.requests.filter((r) => r.path === '/v1/embeddings').at(-1)!;

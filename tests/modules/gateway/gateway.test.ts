@@ -262,7 +262,9 @@ describe('gateway: concurrency and aborts', () => {
 
   test('a client abort mid-stream bills the delivered tokens only and aborts the upstream', async () => {
     h.up.reset();
-    h.up.set({ content: 'w '.repeat(200), chunkDelayMs: 15 });
+    // The upstream pauses after a few frames until the client has gone: no race with its speed.
+    const gate = Promise.withResolvers<void>();
+    h.up.set({ content: 'w '.repeat(200), hold: { afterFrames: 5, until: gate.promise } });
     const u = await fundedUser(h, 10_000_000n);
     const stream = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
     let seen = 0;
@@ -282,12 +284,14 @@ describe('gateway: concurrency and aborts', () => {
     const cost = BigInt(row!.prompt_tokens + row!.completion_tokens) * PER_TOKEN;
     expect(BigInt(row!.cost_micros)).toBe(cost);
     expect(await u.balance()).toBe(10_000_000n - cost);
+    gate.resolve();
     h.up.reset();
   });
 
   test('a JSON request whose client disconnects aborts the upstream request and costs nothing', async () => {
     h.up.reset();
-    h.up.set({ firstByteDelayMs: 300 });
+    const gate = Promise.withResolvers<void>(); // never opened: the upstream answers only once the client is gone
+    h.up.set({ hold: { afterFrames: 0, until: gate.promise } });
     const u = await fundedUser(h, 1_000_000n);
     const ac = new AbortController();
     const pending = u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, { signal: ac.signal }).then(
@@ -308,7 +312,9 @@ describe('gateway: concurrency and aborts', () => {
   });
 
   test('an abort before the first token costs nothing', async () => {
-    h.up.set({ firstByteDelayMs: 300 });
+    h.up.reset();
+    const gate = Promise.withResolvers<void>(); // never opened: the upstream answers only once the client is gone
+    h.up.set({ hold: { afterFrames: 0, until: gate.promise } });
     const u = await fundedUser(h, 1_000_000n);
     const ac = new AbortController();
     const pending = u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true }, { signal: ac.signal }).then(

@@ -3,14 +3,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { sql } from 'drizzle-orm';
 import { startFakeUpstream } from '../../support/fake-upstream';
-import { testClock } from '../accounts/test-clock';
+import { manualClock } from '../../support/clock';
 import { fundedUser, type Harness, startHarness, waitFor } from './gateway-harness';
 
 const msg = [{ role: 'user' as const, content: 'hi' }];
 const DAY_MS = 86_400_000;
 
 describe('API key limits over time (postgres)', () => {
-  const clock = testClock(Date.parse('2026-03-31T22:00:00Z'));
+  const clock = manualClock(Date.parse('2026-03-31T22:00:00Z'));
   let h: Harness;
   let u: Awaited<ReturnType<typeof fundedUser>>;
   /** A session made now: the clock moves past the test user's first session's lifetime. */

@@ -75,6 +75,7 @@ for (const kind of DB_KINDS) {
         { name: 'x', models: [] },
         { name: 'x', spend_limit: -1 },
         { name: 'x', spend_limit: 0.0000001 },
+        { name: 'x', spend_limit: 1e308 },
         { name: 'x', spend_period: 'day' },
         { name: 'x', spend_limit: 1, spend_period: 'week' },
         { name: 'x', expires_at: '2001-01-01T00:00:00Z' },

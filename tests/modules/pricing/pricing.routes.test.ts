@@ -3,7 +3,7 @@ import { createPricingService } from '../../../src/modules/pricing';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { until } from '../registry/support';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`pricing (${kind})`, () => {
@@ -77,6 +77,7 @@ for (const kind of DB_KINDS) {
       ['not a list', { models: 'x' }],
       ['a price with 7 decimals', { models: [{ slug: 'a', unit: 'per_request', price: 0.0000004 }] }],
       ['a price of 1.1234567', { models: [{ slug: 'a', unit: 'per_million_tokens', price: 1.1234567 }] }],
+      ['a price beyond a bigint of micro-units', { models: [{ slug: 'a', unit: 'per_request', price: 1e308 }] }],
     ])('PUT models refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/models', { token: admin.token, body });
       expect(res.status).toBe(400);
@@ -88,6 +89,7 @@ for (const kind of DB_KINDS) {
       ['duplicate name', { gpus: [{ name: 'a', hourly_price: 1 }, { name: 'a', hourly_price: 1 }] }],
       ['empty name', { gpus: [{ name: '', hourly_price: 1 }] }],
       ['a price with 7 decimals', { gpus: [{ name: 'a', hourly_price: 2.0000001 }] }],
+      ['a price of 1e12', { gpus: [{ name: 'a', hourly_price: 1e12 }] }],
     ])('PUT gpus refuses %s with 400', async (_name, body) => {
       const res = await t.request('PUT', '/api/admin/billing/pricing/gpus', { token: admin.token, body });
       expect(res.status).toBe(400);
@@ -123,7 +125,7 @@ for (const kind of DB_KINDS) {
         const pricing = createPricingService(other.ctx);
         await pricing.load();
         await t.services.pricing.setModelPrices([{ slug: 'shared', unit: 'per_million_tokens', price: 3 }]);
-        await until(() => pricing.priceOf('shared')?.priceMicros === 3_000_000n, 'the other cache to reload');
+        await waitFor(() => pricing.priceOf('shared')?.priceMicros === 3_000_000n, 'the other cache to reload');
         expect(pricing.catalog().models[0]).toMatchObject({ slug: 'shared', price: 3 });
       } finally {
         await other.close();

@@ -5,7 +5,8 @@ import { createRegistryService } from '../../../src/modules/registry';
 import { createTestApp, createTestContext, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeUser } from '../../support/make';
-import { bundleFiles, makeBundle, publish, until } from './support';
+import { bundleFiles, makeBundle, publish } from './support';
+import { waitFor } from '../../support/wait';
 
 for (const kind of DB_KINDS) {
   describe(`model catalog (${kind})`, () => {
@@ -99,7 +100,7 @@ for (const kind of DB_KINDS) {
         const registry = createRegistryService(other.ctx, { store: t.services.store });
         await registry.load();
         await publish(t, { path: bundle(4), slug: 'notified', quant: 'int4', sdk: 'v1.0' });
-        await until(() => registry.listModels().some((m) => m.slug === 'notified'), 'the other catalog to reload');
+        await waitFor(() => registry.listModels().some((m) => m.slug === 'notified'), 'the other catalog to reload');
       } finally {
         await other.close();
       }

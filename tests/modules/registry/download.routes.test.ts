@@ -6,12 +6,13 @@ import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { makeApiKey, makeUser } from '../../support/make';
-import { bundleFiles, makeBundle, publish, testClock, unzip } from './support';
+import { bundleFiles, makeBundle, publish, unzip } from './support';
+import { manualClock } from '../../support/clock';
 
 for (const kind of DB_KINDS) {
   describe(`model downloads (${kind})`, () => {
     let t: TestApp;
-    const clock = testClock();
+    const clock = manualClock();
     let user: Awaited<ReturnType<typeof makeUser>>;
     let key: { id: string; key: string };
     let bundle: string;

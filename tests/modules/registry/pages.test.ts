@@ -20,7 +20,7 @@ describe('public pages and sitemap', () => {
   let bundle: string;
   let dir: string;
   beforeAll(async () => {
-    t = await createTestApp('postgres', { PUBLIC_URL: 'https://models.example.com' });
+    t = await createTestApp('postgres', { PUBLIC_URL: 'https://models.example.com', PAYMENT_MODE: 'sandbox' });
     bundle = makeBundle(bundleFiles(1));
     dir = mkdtempSync(join(tmpdir(), 'cpd-sitemap-'));
     await publish(t, { path: bundle, slug: 'llama-3.1-8b', quant: 'int4', sdk: 'v1.0', name: 'Llama <3.1> & friends', family: 'llama', description: '<script>alert(1)</script>' });

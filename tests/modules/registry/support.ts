@@ -35,15 +35,4 @@ export function unzip(args: string[]) {
   return { code: r.exitCode, out: `${r.stdout.toString()}${r.stderr.toString()}` };
 }
 
-/** A clock tests move forward instead of sleeping. */
-export function testClock(start = Date.now()) {
-  let now = start;
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
 
-export { waitFor as until } from '../../support/wait';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { classifyAsset } from '../../../src/modules/releases';
 
-describe('classifyAsset: RUNTIME.md names, both eras, every OS', () => {
+describe('classifyAsset: the aria asset names, both eras, every OS', () => {
   const cases: Array<[Parameters<typeof classifyAsset>[0], string, ReturnType<typeof classifyAsset>]> = [
     ['engine', 'aria-engine_1.4.0_linux_x86_64.tar.gz', { kind: 'binary', version: '1.4.0', os: 'linux_x86_64' }],
     ['engine', 'aria-engine_1.4.0-rc.1_windows_x86_64.zip', { kind: 'binary', version: '1.4.0-rc.1', os: 'windows_x86_64' }],

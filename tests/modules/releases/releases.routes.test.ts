@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createTestApp, type TestApp } from '../../support/app';
 import { type FakeGitHub, type FakeMirror, startFakeGitHub, startFakeMirror } from '../../support/fake-github';
 import { ENGINE_WANTED, allRepos, engineRelease } from './fixtures';
-import { HOUR, MINUTE, manualClock } from './manual-clock';
+import { HOUR, MINUTE, manualClock } from '../../support/clock';
 
 const RELEASE_KEYS = ['assets', 'name', 'prerelease', 'published_at', 'tag_name'];
 
 describe('release endpoints from GitHub (intl)', () => {
   let gh: FakeGitHub;
   let t: TestApp;
-  const clock = manualClock();
+  const clock = manualClock(Date.parse('2026-04-01T00:00:00Z'));
   const latestCalls = (repo: string) => gh.requests.filter((r) => r.path === `/repos/${repo}/releases/latest`).length;
 
   beforeAll(async () => {

@@ -1,6 +1,6 @@
 /**
- * The releases service against a fake GitHub and a fake mirror: every fault in the issue's
- * "Bad input and faults" list, stale copies, single-flight, conditional requests, tags.
+ * The releases service against a fake GitHub and a fake mirror: every upstream fault
+ * (down, slow, malformed, rate limited, not found), stale copies, single-flight, conditional requests, tags.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { loadConfig } from '../../../src/config';
@@ -11,10 +11,10 @@ import { createLogger } from '../../../src/platform/logger';
 import { createMetricsRegistry } from '../../../src/platform/metrics/registry';
 import { type FakeGitHub, type FakeMirror, startFakeGitHub, startFakeMirror } from '../../support/fake-github';
 import { allRepos, engineRelease } from './fixtures';
-import { HOUR, MINUTE, manualClock } from './manual-clock';
+import { HOUR, MINUTE, manualClock } from '../../support/clock';
 
 /** The releases module holds no tables, so its context needs no database. */
-function releasesContext(env: Record<string, string>, clock = manualClock()) {
+function releasesContext(env: Record<string, string>, clock = manualClock(Date.parse('2026-04-01T00:00:00Z'))) {
   const ctx: AppContext = {
     config: loadConfig({ DATA_DIR: '/nonexistent', ...env }),
     database: undefined as never,

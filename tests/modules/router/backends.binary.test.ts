@@ -68,7 +68,7 @@ describe('backends at run time across two cpd processes (postgres)', () => {
     expect(res.status).toBe(200);
     expect(text).not.toContain(UPSTREAM_KEY);
     const answeredAt = performance.now();
-    await waitFor(async () => (await answerFrom(second).catch(() => null)) === 'from the hosted backend', 'the second process uses the new set', 5_000);
+    await waitFor(async () => (await answerFrom(second).catch(() => null)) === 'from the hosted backend', 'the second process uses the new set', { timeoutMs: 5_000 });
     console.log(`the second process used the new set ${Math.round(performance.now() - answeredAt)} ms after the PUT answered`);
     expect(hosted.requests.filter((r) => r.path === '/v1/chat/completions').every((r) => r.headers.authorization === `Bearer ${UPSTREAM_KEY}`)).toBe(true);
     expect(await answerFrom(first)).toBe('from the hosted backend');

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { startFakeUpstream } from '../../support/fake-upstream';
+import { waitFor } from '../../support/wait';
 
 const up = await startFakeUpstream({ models: ['m1'] });
 const client = new OpenAI({ baseURL: up.url, apiKey: 'x', maxRetries: 0 });
@@ -50,8 +51,7 @@ describe('fake upstream', () => {
     const reader = res.body!.getReader();
     await reader.read();
     ac.abort();
-    const deadline = Date.now() + 5000;
-    while (up.stats.streamsAborted === 0 && Date.now() < deadline) await Bun.sleep(10);
+    await waitFor(() => up.stats.streamsAborted > 0, 'the abandoned stream to be counted');
     expect(up.stats.streamsAborted).toBe(1);
     up.reset();
   });

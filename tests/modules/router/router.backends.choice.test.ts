@@ -4,7 +4,7 @@ import { createLogger } from '../../../src/platform/logger';
 import { createBackendSet } from '../../../src/modules/router/router.backends';
 import { routerSettings } from '../../../src/modules/router/router.config';
 
-const settings = routerSettings({ routes: null, modelBackends: {}, env: {} });
+const settings = routerSettings(() => undefined, null, {});
 const quiet = createLogger('silent');
 
 function setOf(weights: Record<string, number>) {

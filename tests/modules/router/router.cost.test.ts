@@ -74,6 +74,12 @@ describe('router cost report (intl, postgres)', () => {
     expect(own.body.items).toEqual([{ cost_usd: 0.015, tokens: 15 }]);
   });
 
+  test("an admin's API key gets its owner's usage only, never everyone's (admin scope needs a session)", async () => {
+    const r = await ask(h, '/v1/router/cost?group_by=user', { bearer: admin.key.key });
+    expect(r.status).toBe(200);
+    expect(r.body.items.filter((i: { user: string }) => i.user !== admin.user.email)).toEqual([]);
+  });
+
   test('windows: inside one hour, across rollup hours and partial edges, empty', async () => {
     const total = async (from: string, to: string) => (await ask(h, `/v1/router/cost?from=${from}&to=${to}`, { bearer: admin.user.token })).body.items[0].tokens;
     expect(await total('2026-01-01T09:00:00Z', '2026-01-01T13:00:00Z')).toBe(60);
@@ -88,8 +94,9 @@ describe('router cost report (intl, postgres)', () => {
     clock.at = new Date('2026-01-03T05:10:00Z');
     await a.client.chat.completions.create({ model: 'm1', messages: hi });
     await h.t.services.router.flushUsage();
-    // Two days later the admin's session has expired; its API key has not.
-    const total = async (from: string, to: string) => (await ask(h, `/v1/router/cost?from=${from}&to=${to}`, { bearer: admin.key.key })).body.items[0].tokens;
+    // Two days later the admin's first session has expired: a new one.
+    const { token } = await h.t.services.accounts.createSession(admin.user.id);
+    const total = async (from: string, to: string) => (await ask(h, `/v1/router/cost?from=${from}&to=${to}`, { bearer: token })).body.items[0].tokens;
     expect(await total('2025-12-31T23:30:00Z', '2026-01-03T05:30:00Z')).toBe(75);
     expect(await total('2026-01-02T00:00:00Z', '2026-01-04T00:00:00Z')).toBe(15);
     expect(await total('2026-01-01T12:17:00Z', '2026-01-03T05:11:00Z')).toBe(30);

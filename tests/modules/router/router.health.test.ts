@@ -136,7 +136,7 @@ describe('graceful stop', () => {
       const statuses = await Promise.all(
         Array.from({ length: n }, () =>
           app
-            .handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${key.key}` }, body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }) }))
+            .handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }) }))
             .then((r) => r.status),
         ),
       );

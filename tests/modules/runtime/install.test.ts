@@ -1,5 +1,5 @@
 /**
- * `cpd engine install`: fake GitHub releases with the fixture engine packaged as RUNTIME.md names
+ * `cpd engine install`: fake GitHub releases with the fixture engine packaged under the aria release names
  * it, fetched through the real releases service.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -26,7 +26,7 @@ function assetPath(tag: string, name: string) {
 }
 
 /** Publishes the fixture engine as release `tag` (plus a macOS asset that must not be fetched). */
-async function publishRelease(tag: string, overrides: Record<string, { digest?: string; size?: number }> = {}) {
+async function publishRelease(tag: string, overrides: Record<string, { digest?: string | null; size?: number }> = {}) {
   const assets = await fakeReleaseAssets('engine', tag.slice(1), OS);
   for (const a of assets) gh.assets[assetPath(tag, a.name)] = a.body;
   const mac = `aria-engine_${tag.slice(1)}_macos.tar.gz`;
@@ -64,10 +64,10 @@ describe('cpd engine install', () => {
     expect(gh.requests.some((r) => r.path.includes('_macos'))).toBe(false);
 
     // The installed version is what the supervisor and the FFI bindings find.
-    const bin = locateBinary('engine', tc.dataDir, {});
+    const bin = locateBinary('engine', tc.dataDir);
     expect(bin).toBe(join(engineDir(), 'current', 'aria-engine'));
     expect(statSync(bin).mode & 0o111).not.toBe(0);
-    const lib = openEngineLibrary(locateLibrary('engine', tc.dataDir, {}));
+    const lib = openEngineLibrary(locateLibrary('engine', tc.dataDir));
     const model = lib.loadModel(makeBundle(work));
     expect(model.complete([{ role: 'user', content: 'installed' }]).response).toBe('echo: installed');
     model.destroy();
@@ -98,6 +98,20 @@ describe('cpd engine install', () => {
     expect(existsSync(join(engineDir(), 'v1.4.0'))).toBe(false);
     expect(existsSync(join(engineDir(), 'v1.5.0'))).toBe(false);
     expect(leftovers()).toEqual([]);
+  });
+
+  test('a release that publishes no digest is refused unless allowUnverified', async () => {
+    // GitHub gives no digest for the binary (absent from the JSON).
+    await publishRelease('v1.7.0', { 'aria-engine_1.7.0_linux_x86_64.tar.gz': { digest: null } });
+    await expect(installRuntime(tc.ctx.config, releases, { component: 'engine', tag: 'v1.7.0', os: OS })).rejects.toThrow(
+      /release v1\.7\.0 gives no SHA-256 digest for aria-engine_1\.7\.0_linux_x86_64\.tar\.gz: refusing/,
+    );
+    expect(existsSync(join(engineDir(), 'v1.7.0'))).toBe(false);
+    const before = installedVersions(tc.dataDir, 'engine').current;
+    const allowed = await installRuntime(tc.ctx.config, releases, { component: 'engine', tag: 'v1.7.0', os: OS, allowUnverified: true });
+    expect(allowed.tag).toBe('v1.7.0');
+    // Back to the version the other tests expect.
+    await installRuntime(tc.ctx.config, releases, { component: 'engine', tag: before!, os: OS });
   });
 
   test('a release without this OS is refused with a clear message', async () => {
@@ -149,6 +163,33 @@ describe('archive extraction', () => {
       expect(readdirSync(join(dest, 'tree'))).toEqual([]);
       expect(existsSync(join(dest, 'evil.txt')) || existsSync(join(dest, 'zip-evil.txt'))).toBe(false);
     }
+  });
+
+  test('symlinks are resolved, not read as text: `s -> .` then `t -> s/..` is refused, in either order', async () => {
+    const chain = (order: string[]) =>
+      tarOf((src) => {
+        mkdirSync(join(src, 'inner'));
+        symlinkSync('.', join(src, 'inner', 's'));
+        symlinkSync('s/..', join(src, 'inner', 't'));
+        writeFileSync(join(src, 'inner', 'ok.txt'), 'fine');
+        return order;
+      });
+    for (const order of [['s', 't', 'ok.txt'], ['t', 's', 'ok.txt']]) {
+      const dest = mkdtempSync(join(work, 'dest-'));
+      await expect(extractArchive(await chain(order), 'x.tar.gz', join(dest, 'tree'))).rejects.toThrow(/entry "t" links outside the target directory \(s\/\.\.\)/);
+      expect(readdirSync(join(dest, 'tree'))).toEqual([]);
+    }
+    // Links that stay inside unpack as links (a library's versioned names).
+    const fine = await tarOf((src) => {
+      mkdirSync(join(src, 'inner', 'lib'), { recursive: true });
+      writeFileSync(join(src, 'inner', 'lib', 'libx.so.1'), 'lib');
+      symlinkSync('libx.so.1', join(src, 'inner', 'lib', 'libx.so'));
+      symlinkSync('lib/libx.so', join(src, 'inner', 'current.so'));
+      return ['lib', 'current.so'];
+    });
+    const dest = join(mkdtempSync(join(work, 'dest-')), 'tree');
+    await extractArchive(fine, 'x.tar.gz', dest);
+    expect(readlinkSync(join(dest, 'current.so'))).toBe('lib/libx.so');
   });
 
   test('an escaping release archive leaves nothing installed', async () => {

@@ -45,7 +45,7 @@ test('cpd serve supervises ENGINES and SIGTERM stops the engines with it', async
   const stateFile = join(cwd, 'data', 'runtimes', 'state.json');
   const engineState = () => (existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, 'utf8')).processes[0] : undefined);
   try {
-    await waitFor(() => engineState()?.state === 'ready', 'the engine to be ready', 30_000);
+    await waitFor(() => engineState()?.state === 'ready', 'the engine to be ready', { timeoutMs: 30_000 });
     const { pid, port } = engineState();
     expect(livePids(pidDir)).toEqual([pid]);
     const models = await fetch(`http://127.0.0.1:${port}/v1/models`).then((r) => r.json());

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publishArtifact } from '../../../src/modules/registry';
 import { createSupervisor, type Supervisor, type Timings } from '../../../src/modules/runtime';
+import { loadConfig } from '../../../src/config';
 import { createTestApp, type TestApp } from '../../support/app';
 import { makeApiKey, makeUser } from '../../support/make';
 import { buildFixtures, livePids, makeBundle, waitFor } from '../../support/runtime-fixtures';
@@ -43,7 +44,7 @@ const supervisors: Supervisor[] = [];
 
 /** A supervisor of its own (fast timings, its own ENGINES and stub switches) on the app's registry and router. */
 function supervisor(engines: string, env: Record<string, string> = {}, timings: Partial<Timings> = {}): Supervisor {
-  const config = { ...t.ctx.config, engines, env: { ...t.ctx.config.env, ...runtimeEnv, ...env } };
+  const config = { ...t.ctx.config, engines, runtime: loadConfig({ ...runtimeEnv, ...env }).runtime };
   const s = createSupervisor({ ...t.ctx, config }, { registry: t.services.registry, router: t.services.router }, { timings: { ...FAST, ...timings } });
   supervisors.push(s);
   return s;

@@ -19,7 +19,7 @@ for (const kind of DB_KINDS) {
 
     test('site metadata follows SITE', async () => {
       const res = await t.request('GET', '/api/site');
-      expect(res.body).toMatchObject({ site: 'cn', currency: 'CNY', features: { invoices: true, receipts: false } });
+      expect(res.body).toMatchObject({ site: 'cn', currency: 'CNY', features: { invoices: true, receipts: false, sandbox_payments: true, open_agents: true } });
     });
 
     test('changelog comes from the embedded CHANGELOG.md', async () => {
