@@ -54,8 +54,11 @@ interface FieldProps {
   name: string;
   error?: string | null;
   hint?: string;
-  type?: 'text' | 'password' | 'email' | 'date' | 'search';
+  type?: 'text' | 'password' | 'email' | 'date' | 'datetime-local' | 'search';
   value?: string;
+  defaultValue?: string;
+  /** The id of a <datalist> of suggestions. */
+  list?: string;
   autocomplete?: string;
   inputMode?: 'decimal' | 'numeric';
   maxLength?: number;

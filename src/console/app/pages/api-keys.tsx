@@ -1,33 +1,28 @@
 /**
- * API keys: create (the full key is shown once, with a copy button), list, revoke. Limits
- * (models, spend limit and period, expiry, requests per minute) are shown when the server
- * reports them on its keys.
+ * API keys: create with limits (the full key is shown once, with a copy button), list with the
+ * spend so far, edit or clear a key's limits, revoke.
  */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
 import { CopyButton, Field, Page, Show, errorText, useGet } from '../ui';
+import { type KeyLimits, LimitFields, type LimitErrors, errorsFromApi, readLimits } from './key-limits';
 
-interface ApiKey {
+interface ApiKey extends KeyLimits {
   id: string;
   prefix: string;
   name: string;
   created_at: string;
   last_used_at: string | null;
-  models?: string[] | null;
-  spend_limit?: number | null;
-  spend_period?: string | null;
   spent?: number | null;
-  expires_at?: string | null;
-  rpm?: number | null;
 }
 
 function limitsOf(key: ApiKey): string {
   const parts: string[] = [];
   if (key.models?.length) parts.push(key.models.join(', '));
   if (key.spend_limit != null)
-    parts.push(`${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${key.spend_period ?? ''}`);
+    parts.push(`${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${t(`keys.period.${key.spend_period ?? 'total'}` as 'keys.period.total')}`);
   if (key.rpm != null) parts.push(t('keys.rpm', { rpm: key.rpm }));
   if (key.expires_at) parts.push(t('keys.expires', { time: formatTime(key.expires_at) }));
   return parts.join(' · ') || '—';
@@ -36,20 +31,42 @@ function limitsOf(key: ApiKey): string {
 export function ApiKeys() {
   const keys = useGet<ApiKey[]>('/api/api-keys');
   const [created, setCreated] = useState<(ApiKey & { key: string }) | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [errors, setErrors] = useState<LimitErrors>({});
+  const [editing, setEditing] = useState<ApiKey | null>(null);
+  const [editErrors, setEditErrors] = useState<LimitErrors>({});
+  const pricing = useGet<{ models: Array<{ slug: string }> }>('/api/pricing');
+  const pricedModels = [...new Set(pricing.data?.models.map((m) => m.slug) ?? [])];
 
   async function create(e: Event) {
     e.preventDefault();
     const form = e.currentTarget as HTMLFormElement;
-    const name = String(new FormData(form).get('name') ?? '').trim();
-    if (!name) return setError(t('required'));
-    setError(null);
+    const data = new FormData(form);
+    const name = String(data.get('name') ?? '').trim();
+    if (!name) return setErrors({ name: t('required') });
+    const read = readLimits(data, false);
+    if ('errors' in read) return setErrors(read.errors);
+    setErrors({});
     try {
-      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name }));
+      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits }));
       form.reset();
       keys.reload();
     } catch (err) {
-      setError(errorText(err));
+      setErrors(errorsFromApi(errorText(err)));
+    }
+  }
+
+  async function saveLimits(e: Event) {
+    e.preventDefault();
+    if (!editing) return;
+    const read = readLimits(new FormData(e.currentTarget as HTMLFormElement), true);
+    if ('errors' in read) return setEditErrors(read.errors);
+    setEditErrors({});
+    try {
+      await api('PATCH', `/api/api-keys/${encodeURIComponent(editing.id)}`, read.limits);
+      setEditing(null);
+      keys.reload();
+    } catch (err) {
+      setEditErrors(errorsFromApi(errorText(err)));
     }
   }
 
@@ -61,8 +78,9 @@ export function ApiKeys() {
 
   return (
     <Page title={t('keys.title')}>
-      <form onSubmit={create} noValidate class="inline">
-        <Field label={t('keys.name')} name="name" maxLength={100} error={error} />
+      <form onSubmit={create} noValidate aria-label={t('keys.create')}>
+        <Field label={t('keys.name')} name="name" maxLength={100} error={errors.name} />
+        <LimitFields errors={errors} models={pricedModels} />
         <button type="submit">{t('keys.create')}</button>
       </form>
       {created && (
@@ -100,6 +118,16 @@ export function ApiKeys() {
                     <td>{formatTime(key.created_at)}</td>
                     <td>{formatTime(key.last_used_at)}</td>
                     <td>
+                      <button
+                        type="button"
+                        onClick={() => {
+                          setEditErrors({});
+                          setEditing(key);
+                        }}
+                        aria-label={t('keys.editNamed', { name: key.name })}
+                      >
+                        {t('keys.edit')}
+                      </button>{' '}
                       <button type="button" onClick={() => revoke(key)} aria-label={t('keys.revokeNamed', { name: key.name })}>
                         {t('keys.revoke')}
                       </button>
@@ -111,6 +139,17 @@ export function ApiKeys() {
           )
         }
       </Show>
+      {editing && (
+        <form key={editing.id} onSubmit={saveLimits} noValidate aria-label={t('keys.editNamed', { name: editing.name })}>
+          <h2>{t('keys.editNamed', { name: editing.name })}</h2>
+          <p class="hint">{t('keys.clearHint')}</p>
+          <LimitFields current={editing} errors={editErrors} models={pricedModels} />
+          <button type="submit">{t('save')}</button>{' '}
+          <button type="button" onClick={() => setEditing(null)}>
+            {t('keys.cancel')}
+          </button>
+        </form>
+      )}
     </Page>
   );
 }
