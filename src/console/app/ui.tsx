@@ -49,6 +49,31 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (da
   return <>{children(loaded.data)}</>;
 }
 
+/** A list as a table (header cells in `head`, one row per item), or the `empty` message when it has none. */
+export function DataTable<T>({
+  rows,
+  empty,
+  head,
+  row,
+  ...table
+}: {
+  rows: T[];
+  empty: string;
+  head: ComponentChildren;
+  row: (item: T) => ComponentChildren;
+  'data-testid'?: string;
+}) {
+  if (rows.length === 0) return <p>{empty}</p>;
+  return (
+    <table {...table}>
+      <thead>
+        <tr>{head}</tr>
+      </thead>
+      <tbody>{rows.map(row)}</tbody>
+    </table>
+  );
+}
+
 interface FieldProps {
   label: string;
   name: string;

@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { formatTime, t } from '../locale';
-import { Page, Show, Status, errorText, useGet } from '../ui';
+import { DataTable, errorText, Page, Show, Status, useGet } from '../ui';
 
 interface Backend {
   model: string;
@@ -39,82 +39,74 @@ export function AdminHealth() {
     <Page title={t('nav.admin.health')}>
       <h2>{t('admin.backends')}</h2>
       <Show loaded={backends}>
-        {({ backends: list }) =>
-          list.length === 0 ? (
-            <p>{t('none')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('model')}</th>
-                  <th>URL</th>
-                  <th>{t('admin.source')}</th>
-                  <th class="num">{t('admin.weight')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">{t('admin.inflight')}</th>
-                  <th>{t('admin.lastProbe')}</th>
-                  <th>{t('admin.lastError')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((b) => (
-                  <tr>
-                    <td>{b.model}</td>
-                    <td>
-                      <code>{b.url}</code>
-                    </td>
-                    <td>{b.source}</td>
-                    <td class="num">{b.enabled === false ? t('admin.off') : (b.weight ?? 1)}</td>
-                    <td class={b.healthy ? 'ok' : 'bad'}>
-                      {b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}
-                    </td>
-                    <td class="num">{b.inflight}</td>
-                    <td>{formatTime(b.last_probe_at)}</td>
-                    <td>{b.last_error ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {({ backends: list }) => (
+          <DataTable
+            rows={list}
+            empty={t('none')}
+            head={
+              <>
+                <th>{t('model')}</th>
+                <th>URL</th>
+                <th>{t('admin.source')}</th>
+                <th class="num">{t('admin.weight')}</th>
+                <th>{t('status')}</th>
+                <th class="num">{t('admin.inflight')}</th>
+                <th>{t('admin.lastProbe')}</th>
+                <th>{t('admin.lastError')}</th>
+              </>
+            }
+            row={(b) => (
+              <tr>
+                <td>{b.model}</td>
+                <td>
+                  <code>{b.url}</code>
+                </td>
+                <td>{b.source}</td>
+                <td class="num">{b.enabled === false ? t('admin.off') : (b.weight ?? 1)}</td>
+                <td class={b.healthy ? 'ok' : 'bad'}>
+                  {b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}
+                </td>
+                <td class="num">{b.inflight}</td>
+                <td>{formatTime(b.last_probe_at)}</td>
+                <td>{b.last_error ?? '—'}</td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
       {backends.data && <ManagedBackends current={backends.data.backends.filter((b) => b.source === 'admin')} onSaved={backends.reload} />}
       <h2>{t('admin.runtimes')}</h2>
       <Show loaded={runtimes}>
-        {({ processes }) =>
-          processes.length === 0 ? (
-            <p>{t('admin.noRuntimes')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('admin.process')}</th>
-                  <th>{t('model')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">PID</th>
-                  <th class="num">{t('admin.port')}</th>
-                  <th class="num">{t('admin.restarts')}</th>
-                  <th>{t('admin.lastError')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {processes.map((p) => (
-                  <tr>
-                    <td>
-                      {p.name} ({p.kind})
-                    </td>
-                    <td>{p.model}</td>
-                    <td>{p.state}</td>
-                    <td class="num">{p.pid ?? '—'}</td>
-                    <td class="num">{p.port ?? '—'}</td>
-                    <td class="num">{p.restarts}</td>
-                    <td>{p.last_error ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {({ processes }) => (
+          <DataTable
+            rows={processes}
+            empty={t('admin.noRuntimes')}
+            head={
+              <>
+                <th>{t('admin.process')}</th>
+                <th>{t('model')}</th>
+                <th>{t('status')}</th>
+                <th class="num">PID</th>
+                <th class="num">{t('admin.port')}</th>
+                <th class="num">{t('admin.restarts')}</th>
+                <th>{t('admin.lastError')}</th>
+              </>
+            }
+            row={(p) => (
+              <tr>
+                <td>
+                  {p.name} ({p.kind})
+                </td>
+                <td>{p.model}</td>
+                <td>{p.state}</td>
+                <td class="num">{p.pid ?? '—'}</td>
+                <td class="num">{p.port ?? '—'}</td>
+                <td class="num">{p.restarts}</td>
+                <td>{p.last_error ?? '—'}</td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
     </Page>
   );

@@ -6,8 +6,8 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { CopyButton, Field, Page, Show, errorText, useGet } from '../ui';
-import { type KeyLimits, LimitFields, type LimitErrors, errorsFromApi, readLimits } from './key-limits';
+import { CopyButton, DataTable, errorText, Field, Page, Show, useGet } from '../ui';
+import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
 
 interface ApiKey extends KeyLimits {
   id: string;
@@ -22,7 +22,9 @@ function limitsOf(key: ApiKey): string {
   const parts: string[] = [];
   if (key.models?.length) parts.push(key.models.join(', '));
   if (key.spend_limit != null)
-    parts.push(`${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${t(`keys.period.${key.spend_period ?? 'total'}` as 'keys.period.total')}`);
+    parts.push(
+      `${formatMoney(key.spent ?? 0, currency)} / ${formatMoney(key.spend_limit, currency)} ${t(`keys.period.${key.spend_period ?? 'total'}` as 'keys.period.total')}`,
+    );
   if (key.rpm != null) parts.push(t('keys.rpm', { rpm: key.rpm }));
   if (key.expires_at) parts.push(t('keys.expires', { time: formatTime(key.expires_at) }));
   return parts.join(' · ') || '—';
@@ -90,54 +92,50 @@ export function ApiKeys() {
         </div>
       )}
       <Show loaded={keys}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>{t('keys.none')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('keys.name')}</th>
-                  <th>{t('keys.prefix')}</th>
-                  <th>{t('keys.limits')}</th>
-                  <th>{t('created')}</th>
-                  <th>{t('keys.lastUsed')}</th>
-                  <th>
-                    <span class="visually-hidden">{t('actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((key) => (
-                  <tr key={key.id}>
-                    <td>{key.name}</td>
-                    <td>
-                      <code>{key.prefix}…</code>
-                    </td>
-                    <td>{limitsOf(key)}</td>
-                    <td>{formatTime(key.created_at)}</td>
-                    <td>{formatTime(key.last_used_at)}</td>
-                    <td>
-                      <button
-                        type="button"
-                        onClick={() => {
-                          setEditErrors({});
-                          setEditing(key);
-                        }}
-                        aria-label={t('keys.editNamed', { name: key.name })}
-                      >
-                        {t('keys.edit')}
-                      </button>{' '}
-                      <button type="button" onClick={() => revoke(key)} aria-label={t('keys.revokeNamed', { name: key.name })}>
-                        {t('keys.revoke')}
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(list) => (
+          <DataTable
+            rows={list}
+            empty={t('keys.none')}
+            head={
+              <>
+                <th>{t('keys.name')}</th>
+                <th>{t('keys.prefix')}</th>
+                <th>{t('keys.limits')}</th>
+                <th>{t('created')}</th>
+                <th>{t('keys.lastUsed')}</th>
+                <th>
+                  <span class="visually-hidden">{t('actions')}</span>
+                </th>
+              </>
+            }
+            row={(key) => (
+              <tr key={key.id}>
+                <td>{key.name}</td>
+                <td>
+                  <code>{key.prefix}…</code>
+                </td>
+                <td>{limitsOf(key)}</td>
+                <td>{formatTime(key.created_at)}</td>
+                <td>{formatTime(key.last_used_at)}</td>
+                <td>
+                  <button
+                    type="button"
+                    onClick={() => {
+                      setEditErrors({});
+                      setEditing(key);
+                    }}
+                    aria-label={t('keys.editNamed', { name: key.name })}
+                  >
+                    {t('keys.edit')}
+                  </button>{' '}
+                  <button type="button" onClick={() => revoke(key)} aria-label={t('keys.revokeNamed', { name: key.name })}>
+                    {t('keys.revoke')}
+                  </button>
+                </td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
       {editing && (
         <form key={editing.id} onSubmit={saveLimits} noValidate aria-label={t('keys.editNamed', { name: editing.name })}>

@@ -7,7 +7,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { formatTime, site, t } from '../locale';
 import { formatMoney } from '../money';
-import { Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
+import { DataTable, errorText, Field, Page, Select, Show, Status, useGet } from '../ui';
 
 interface Payment {
   id: string;
@@ -38,36 +38,32 @@ function Receipts() {
   return (
     <Page title={t('nav.receipts')}>
       <Show loaded={payments}>
-        {({ payments: list }) =>
-          list.length === 0 ? (
-            <p>{t('docs.noPaid')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('docs.paidAt')}</th>
-                  <th class="num">{t('amount')}</th>
-                  <th>{t('wallet.provider')}</th>
-                  <th>
-                    <span class="visually-hidden">{t('actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((p) => (
-                  <tr key={p.id}>
-                    <td>{formatTime(p.paid_at)}</td>
-                    <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                    <td>{p.provider}</td>
-                    <td>
-                      <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {({ payments: list }) => (
+          <DataTable
+            rows={list}
+            empty={t('docs.noPaid')}
+            head={
+              <>
+                <th>{t('docs.paidAt')}</th>
+                <th class="num">{t('amount')}</th>
+                <th>{t('wallet.provider')}</th>
+                <th>
+                  <span class="visually-hidden">{t('actions')}</span>
+                </th>
+              </>
+            }
+            row={(p) => (
+              <tr key={p.id}>
+                <td>{formatTime(p.paid_at)}</td>
+                <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                <td>{p.provider}</td>
+                <td>
+                  <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
+                </td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
     </Page>
   );
@@ -118,38 +114,34 @@ function Invoices() {
         </form>
       )}
       <Show loaded={invoices}>
-        {({ invoices: list }) =>
-          list.length === 0 ? (
-            <p>{t('none')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('created')}</th>
-                  <th>{t('docs.title')}</th>
-                  <th class="num">{t('amount')}</th>
-                  <th>{t('status')}</th>
-                  <th>
-                    <span class="visually-hidden">{t('actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((inv) => (
-                  <tr key={inv.id}>
-                    <td>{formatTime(inv.created_at)}</td>
-                    <td>{inv.title}</td>
-                    <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
-                    <td>{inv.status}</td>
-                    <td>
-                      <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {({ invoices: list }) => (
+          <DataTable
+            rows={list}
+            empty={t('none')}
+            head={
+              <>
+                <th>{t('created')}</th>
+                <th>{t('docs.title')}</th>
+                <th class="num">{t('amount')}</th>
+                <th>{t('status')}</th>
+                <th>
+                  <span class="visually-hidden">{t('actions')}</span>
+                </th>
+              </>
+            }
+            row={(inv) => (
+              <tr key={inv.id}>
+                <td>{formatTime(inv.created_at)}</td>
+                <td>{inv.title}</td>
+                <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
+                <td>{inv.status}</td>
+                <td>
+                  <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
+                </td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
     </Page>
   );

@@ -5,7 +5,7 @@
  */
 import { withQuery } from '../api';
 import { t } from '../locale';
-import { Page, Show, useGet } from '../ui';
+import { DataTable, Page, Show, useGet } from '../ui';
 
 interface Model {
   slug: string;
@@ -25,49 +25,45 @@ export function Models() {
   return (
     <Page title={t('nav.models')}>
       <Show loaded={models}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>{t('none')}</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('model')}</th>
-                  <th>{t('models.family')}</th>
-                  <th>SDK</th>
-                  <th class="num">{t('models.size')}</th>
-                  <th>{t('models.download')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((m) => (
-                  <tr key={m.slug}>
-                    <td>
-                      <strong>{m.name}</strong> <code>{m.slug}</code>
-                      <br />
-                      <small>{m.description}</small>
-                    </td>
-                    <td>{m.family}</td>
-                    <td>{m.sdk}</td>
-                    <td class="num">{size(m.size_bytes)}</td>
-                    <td class="actions">
-                      {m.quants.map((quant) => (
-                        <a
-                          class="button"
-                          href={withQuery(`/api/models/${encodeURIComponent(m.slug)}/download`, { quant, sdk: m.sdk })}
-                          download
-                          aria-label={`${t('models.download')} ${m.slug} ${quant}`}
-                        >
-                          {quant}
-                        </a>
-                      ))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(list) => (
+          <DataTable
+            rows={list}
+            empty={t('none')}
+            head={
+              <>
+                <th>{t('model')}</th>
+                <th>{t('models.family')}</th>
+                <th>SDK</th>
+                <th class="num">{t('models.size')}</th>
+                <th>{t('models.download')}</th>
+              </>
+            }
+            row={(m) => (
+              <tr key={m.slug}>
+                <td>
+                  <strong>{m.name}</strong> <code>{m.slug}</code>
+                  <br />
+                  <small>{m.description}</small>
+                </td>
+                <td>{m.family}</td>
+                <td>{m.sdk}</td>
+                <td class="num">{size(m.size_bytes)}</td>
+                <td class="actions">
+                  {m.quants.map((quant) => (
+                    <a
+                      class="button"
+                      href={withQuery(`/api/models/${encodeURIComponent(m.slug)}/download`, { quant, sdk: m.sdk })}
+                      download
+                      aria-label={`${t('models.download')} ${m.slug} ${quant}`}
+                    >
+                      {quant}
+                    </a>
+                  ))}
+                </td>
+              </tr>
+            )}
+          />
+        )}
       </Show>
     </Page>
   );

@@ -2,7 +2,7 @@
 import { withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { Page, Show, useCursor, useGet } from '../ui';
+import { DataTable, Page, Show, useCursor, useGet } from '../ui';
 
 interface Transaction {
   id: string;
@@ -23,30 +23,26 @@ export function Transactions() {
       <Show loaded={page}>
         {({ transactions, next_cursor }) => (
           <>
-            {transactions.length === 0 ? (
-              <p>{t('none')}</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th>{t('time')}</th>
-                    <th>{t('tx.type')}</th>
-                    <th class="num">{t('amount')}</th>
-                    <th>{t('description')}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {transactions.map((tx) => (
-                    <tr key={tx.id}>
-                      <td>{formatTime(tx.created_at)}</td>
-                      <td>{t(`tx.${tx.type}` as 'tx.topup', {}) || tx.type}</td>
-                      <td class="num">{formatMoney(tx.amount, tx.currency)}</td>
-                      <td>{tx.description}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
+            <DataTable
+              rows={transactions}
+              empty={t('none')}
+              head={
+                <>
+                  <th>{t('time')}</th>
+                  <th>{t('tx.type')}</th>
+                  <th class="num">{t('amount')}</th>
+                  <th>{t('description')}</th>
+                </>
+              }
+              row={(tx) => (
+                <tr key={tx.id}>
+                  <td>{formatTime(tx.created_at)}</td>
+                  <td>{t(`tx.${tx.type}` as 'tx.topup', {}) || tx.type}</td>
+                  <td class="num">{formatMoney(tx.amount, tx.currency)}</td>
+                  <td>{tx.description}</td>
+                </tr>
+              )}
+            />
             <Pager next={next_cursor} />
           </>
         )}

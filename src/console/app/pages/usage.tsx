@@ -7,7 +7,7 @@ import { withQuery } from '../api';
 import { DailyCostChart, localDays } from '../cost-chart';
 import { formatNumber, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { Field, Page, Select, Show, useCursor, useGet } from '../ui';
+import { DataTable, Field, Page, Select, Show, useCursor, useGet } from '../ui';
 
 interface UsageRow {
   id: string;
@@ -85,43 +85,40 @@ export function Usage() {
       <Show loaded={page}>
         {({ usage, next_cursor }) => (
           <>
-            {usage.length === 0 ? (
-              <p>{t('none')}</p>
-            ) : (
-              <table data-testid="usage-log">
-                <thead>
-                  <tr>
-                    <th>{t('time')}</th>
-                    <th>{t('model')}</th>
-                    <th>{t('usage.entrypoint')}</th>
-                    <th>{t('usage.key')}</th>
-                    <th class="num">{t('usage.tokens')}</th>
-                    <th class="num">{t('usage.cost')}</th>
-                    <th>{t('status')}</th>
-                    <th class="num">{t('usage.latency')}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {usage.map((row) => (
-                    <tr key={row.id}>
-                      <td>{formatTime(row.created_at)}</td>
-                      <td>{row.model}</td>
-                      <td>{row.entrypoint}</td>
-                      <td>{keyName(row.key_id)}</td>
-                      <td class="num">
-                        {formatNumber(row.prompt_tokens)} + {formatNumber(row.completion_tokens)}
-                      </td>
-                      <td class="num">{formatMoney(row.cost, row.currency)}</td>
-                      <td>
-                        {row.status}
-                        {row.streamed ? ` · ${t('usage.streamed')}` : ''}
-                      </td>
-                      <td class="num">{formatNumber(row.latency_ms)} ms</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
+            <DataTable
+              rows={usage}
+              empty={t('none')}
+              data-testid="usage-log"
+              head={
+                <>
+                  <th>{t('time')}</th>
+                  <th>{t('model')}</th>
+                  <th>{t('usage.entrypoint')}</th>
+                  <th>{t('usage.key')}</th>
+                  <th class="num">{t('usage.tokens')}</th>
+                  <th class="num">{t('usage.cost')}</th>
+                  <th>{t('status')}</th>
+                  <th class="num">{t('usage.latency')}</th>
+                </>
+              }
+              row={(row) => (
+                <tr key={row.id}>
+                  <td>{formatTime(row.created_at)}</td>
+                  <td>{row.model}</td>
+                  <td>{row.entrypoint}</td>
+                  <td>{keyName(row.key_id)}</td>
+                  <td class="num">
+                    {formatNumber(row.prompt_tokens)} + {formatNumber(row.completion_tokens)}
+                  </td>
+                  <td class="num">{formatMoney(row.cost, row.currency)}</td>
+                  <td>
+                    {row.status}
+                    {row.streamed ? ` · ${t('usage.streamed')}` : ''}
+                  </td>
+                  <td class="num">{formatNumber(row.latency_ms)} ms</td>
+                </tr>
+              )}
+            />
             <Pager next={next_cursor} />
           </>
         )}
