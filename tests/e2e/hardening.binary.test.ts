@@ -93,15 +93,16 @@ describe('malformed cookies and headers are a 4xx, never a 500', () => {
  * Two sends. A flood of 80 MiB as fast as the server takes it: the server must stop taking it near
  * the limit (and hold no more than that). Bun closes the connection right after its answer while
  * the client is still sending, so the kernel may reset the connection and drop the 413 before the
- * client reads it (status 0): the flood's status may be 0 or 413, nothing else. Then a body just
- * past the limit that is never ended: the server must answer 413 {error} without waiting for the
- * end, and with nothing unread in flight the answer reaches the client.
+ * client reads it (status 0): the flood's status may be 0 or 413, nothing else. Then a body one
+ * byte past the limit that is never ended: the server must answer 413 {error} without waiting for
+ * the end, and since it has read every byte sent, nothing unread makes the kernel reset the
+ * connection under the answer.
  */
 async function refusedChunked(path: string, headers: Record<string, string>, limit: number, opening?: string) {
   const flood = await sendChunked(cpd.url, path, headers, 80 * MiB, opening);
   expect([0, 413]).toContain(flood.status);
   const afterFlood = memoryOf(cpd.proc.pid);
-  const exact = await sendChunked(cpd.url, path, headers, limit + MiB, opening, { open: true });
+  const exact = await sendChunked(cpd.url, path, headers, limit + 1, opening, { open: true });
   expect(exact.status).toBe(413);
   return { last: exact, maxSent: flood.sentBytes, afterFlood };
 }
