@@ -5,10 +5,14 @@
  * Every page is watched for console errors and requests to other origins. The tests are the steps
  * of one story (the operator acts on the user signed up first) and run in the order written.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
 import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
+
+// A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
+// waited for (openPage), so the story as a whole gets room for a slow, loaded machine.
+setDefaultTimeout(180_000);
 
 const USER = { email: 'yonghu@example.com', password: 'a-good-password' };
 let site: ConsoleSite;
@@ -58,9 +62,11 @@ describe('the China site', () => {
     const phone = await page.context().newPage();
     await phone.goto((await qr.getAttribute('src'))!.replace(/\/qr\.svg$/, ''));
     await phone.getByRole('button', { name: /^Pay/ }).click();
-    await phone.close();
     await page.getByText('支付成功：¥10.00 已存入钱包。').waitFor();
     await page.getByTestId('balance').filter({ hasText: '¥10.00' }).waitFor();
+    // Closed once the payment is through: closing the phone's page while its Pay form is still
+    // posting can leave the close waiting on the navigation.
+    await phone.close();
     await screenshot(page, 'cn-2-credited');
 
     await page.getByRole('link', { name: '发票' }).click();

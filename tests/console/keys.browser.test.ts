@@ -4,10 +4,14 @@
  * another, and the API reports the key with exactly those limits. Mistakes are shown next to their
  * field, both the console's own checks and the server's refusals.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, openPage } from '../support/browser';
 import { type ConsoleSite, startConsoleSite } from '../support/console-site';
+
+// A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
+// waited for (openPage), so the story as a whole gets room for a slow, loaded machine.
+setDefaultTimeout(180_000);
 
 let site: ConsoleSite;
 let browser: Browser;
@@ -61,7 +65,15 @@ describe('API key limits on the keys page', () => {
     const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'metered', exact: true }) });
     await row.getByText('$0.00 / $2.50 per month · 60 requests/min').waitFor();
     const [made] = (await site.call('GET', '/api/api-keys', token)).body;
-    expect(made).toMatchObject({ name: 'metered', spend_limit: 2.5, spend_period: 'month', spent: 0, rpm: 60, models: null, expires_at: null });
+    expect(made).toMatchObject({
+      name: 'metered',
+      spend_limit: 2.5,
+      spend_period: 'month',
+      spent: 0,
+      rpm: 60,
+      models: null,
+      expires_at: null,
+    });
 
     // Edit: a new limit and period, and the rpm field emptied, which clears that limit.
     await row.getByRole('button', { name: 'Edit limits of metered' }).click();

@@ -5,7 +5,7 @@
  * the daily cost chart. Also: the OpenAPI UI at /api/docs loads from this origin alone.
  * Every page is watched for console errors and requests to other origins.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,10 @@ import { clipboardText, waitForImage, launchBrowser, openPage, outlineStyle, scr
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 import { LOGIN_BUDGET_BYTES } from './budget';
+
+// A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
+// waited for (openPage), so the story as a whole gets room for a slow, loaded machine.
+setDefaultTimeout(180_000);
 
 let site: ConsoleSite;
 let browser: Browser;
