@@ -72,7 +72,9 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     for (const r of bed.replicas) expect((await s.chatJson(r.url, user, revoked.key)).status).toBe(200);
     expect((await bed.call(bed.lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
     for (const r of bed.replicas) {
-      await waitFor(async () => (await s.chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url}`, { timeoutMs: 1_000 });
+      await waitFor(async () => (await s.chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url}`, {
+        timeoutMs: 1_000,
+      });
     }
     for (const r of bed.replicas) {
       expect((await s.chatJson(r.url, user, revoked.key)).status).toBe(401);
@@ -98,11 +100,14 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     } finally {
       bed.pgLink!.restore();
     }
-    for (const r of bed.replicas) await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 200, `/healthz 200 again on ${r.url}`);
+    for (const r of bed.replicas)
+      await waitFor(async () => (await direct(r, 'GET', '/healthz')).status === 200, `/healthz 200 again on ${r.url}`);
     // No replica died of the cut (a write racing the closed socket once ended the process).
     expect(bed.alive().length).toBe(3);
     // Nothing written while cut: the refused key does not exist.
-    expect((await bed.call(bed.lb.url, 'GET', '/api/api-keys', user.token)).body.map((k: { name: string }) => k.name)).not.toContain('while cut');
+    expect((await bed.call(bed.lb.url, 'GET', '/api/api-keys', user.token)).body.map((k: { name: string }) => k.name)).not.toContain(
+      'while cut',
+    );
 
     // A revocation and a price change made now reach all three without a restart. Each LISTEN
     // connection comes back on its own reconnect backoff and its replica reloads then (a change
@@ -112,7 +117,9 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
     expect((await bed.call(bed.lb.url, 'DELETE', `/api/api-keys/${revoked.id}`, user.token)).status).toBe(204);
     await s.setPrice(0.004);
     for (const r of bed.replicas) {
-      await waitFor(async () => (await s.chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, { timeoutMs: 15_000 });
+      await waitFor(async () => (await s.chatJson(r.url, user, revoked.key)).status === 401, `key refused on ${r.url} after the cut`, {
+        timeoutMs: 15_000,
+      });
       await s.seesPrice(r.url, user, 15_000);
     }
     user.keys = [kept];

@@ -66,7 +66,12 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
 
   async function run(cmd: string[], asServerUser = true): Promise<string> {
     const argv = asServerUser && asRoot ? ['runuser', '-u', 'postgres', '--', ...cmd] : cmd;
-    const proc = Bun.spawn(argv, { cwd: dir, stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } });
+    const proc = Bun.spawn(argv, {
+      cwd: dir,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+    });
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     if (code !== 0) throw new Error(`${argv.join(' ')} failed (${code}):\n${out}${err}`);
     return out;

@@ -78,7 +78,13 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
 
     /** Sets the per-request price through the proxy (the replicas hear it by NOTIFY). */
     async setPrice(next: number) {
-      expect((await bed.call(bed.lb.url, 'PUT', '/api/admin/billing/pricing/models', bed.adminToken, { models: [{ slug: model, unit: 'per_request', price: next }] })).status).toBe(200);
+      expect(
+        (
+          await bed.call(bed.lb.url, 'PUT', '/api/admin/billing/pricing/models', bed.adminToken, {
+            models: [{ slug: model, unit: 'per_request', price: next }],
+          })
+        ).status,
+      ).toBe(200);
       price = next;
     },
 
@@ -95,22 +101,47 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
       expect((await bed.call(bed.lb.url, 'POST', '/api/auth/register', undefined, { email, password })).status).toBe(201);
       const login = await bed.call(bed.lb.url, 'POST', '/api/auth/login', undefined, { identifier: email, password });
       expect(login.status).toBe(200);
-      const user: User = { email, token: login.body.token, keys: [], chargedMicros: 0, answered: 0, turns: 0, turnMicros: 0, paymentId: '' };
+      const user: User = {
+        email,
+        token: login.body.token,
+        keys: [],
+        chargedMicros: 0,
+        answered: 0,
+        turns: 0,
+        turnMicros: 0,
+        paymentId: '',
+      };
       for (const name of ['first', 'second']) {
         const key = await bed.call(bed.lb.url, 'POST', '/api/api-keys', user.token, { name });
         expect(key.status).toBe(201);
         user.keys.push({ id: key.body.id, key: key.body.key });
       }
       users.push(user);
-      const payment = await bed.call(bed.lb.url, 'POST', '/api/billing/payments', user.token, { provider: 'card', amount: TOPUP, currency: 'USD' });
+      const payment = await bed.call(bed.lb.url, 'POST', '/api/billing/payments', user.token, {
+        provider: 'card',
+        amount: TOPUP,
+        currency: 'USD',
+      });
       expect(payment.status).toBe(201);
       user.paymentId = payment.body.id;
-      const note = signSandboxNotification(TEST_SECRET, { payment_id: payment.body.id, status: 'paid', amount: TOPUP.toFixed(2), currency: 'USD' });
+      const note = signSandboxNotification(TEST_SECRET, {
+        payment_id: payment.body.id,
+        status: 'paid',
+        amount: TOPUP.toFixed(2),
+        currency: 'USD',
+      });
       const replays = await Promise.all(
-        bed.alive().map((r) => bed.recordingFetch(`${r.url}/api/payments/webhooks/card`, { method: 'POST', body: note.body, headers: note.headers })),
+        bed
+          .alive()
+          .map((r) =>
+            bed.recordingFetch(`${r.url}/api/payments/webhooks/card`, { method: 'POST', body: note.body, headers: note.headers }),
+          ),
       );
       expect(replays.map((r) => r.status)).toEqual(bed.alive().map(() => 200));
-      expect((await bed.call(bed.lb.url, 'GET', '/api/billing/wallet', user.token)).body).toMatchObject({ balance: TOPUP, currency: 'USD' });
+      expect((await bed.call(bed.lb.url, 'GET', '/api/billing/wallet', user.token)).body).toMatchObject({
+        balance: TOPUP,
+        currency: 'USD',
+      });
       return user;
     },
 
@@ -127,7 +158,9 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
     /** A streamed chat call with the openai client; answered when its usage chunk arrived. Throws what the client threw. */
     async chatStream(base: string, user: User) {
       let cost: number | null = null;
-      for await (const chunk of await bed.openai(base, user.keys.at(-1)!.key).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], stream: true })) {
+      for await (const chunk of await bed
+        .openai(base, user.keys.at(-1)!.key)
+        .chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], stream: true })) {
         const usage = (chunk as { usage?: { cost?: number } | null }).usage;
         if (usage?.cost !== undefined) cost = usage.cost;
       }
@@ -141,7 +174,11 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
     /** Creates an agent with the weather tool and a session, each through the proxy (so on different replicas). */
     async newSession(user: User, tools = true) {
       const key = user.keys.at(-1)!.key;
-      const agent = await bed.call(bed.lb.url, 'POST', '/v1/agents', key, { model, instructions: 'You report the weather.', ...(tools ? { tools: [WEATHER_TOOL] } : {}) });
+      const agent = await bed.call(bed.lb.url, 'POST', '/v1/agents', key, {
+        model,
+        instructions: 'You report the weather.',
+        ...(tools ? { tools: [WEATHER_TOOL] } : {}),
+      });
       expect(agent.status).toBe(201);
       const session = await bed.call(bed.lb.url, 'POST', '/v1/agents/sessions', key, { agent_id: agent.body.id });
       expect(session.status).toBe(201);
@@ -160,7 +197,8 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
         body: JSON.stringify(event),
       });
       const frames: Array<{ event: string; data: any }> = [];
-      if (res.status !== 200) return { status: res.status, frames, broken: false, answered: false, body: await res.json().catch(() => null) };
+      if (res.status !== 200)
+        return { status: res.status, frames, broken: false, answered: false, body: await res.json().catch(() => null) };
       const parser = createParser({ onEvent: (e) => frames.push({ event: e.event ?? 'message', data: JSON.parse(e.data) }) });
       const decoder = new TextDecoder();
       let broken = false;
@@ -192,10 +230,21 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
       const sessionId = await s.newSession(user);
       const first = await s.streamTurn(bases[0]!, user, sessionId, { role: 'user', content: 'Weather in Paris?' });
       expect(first.frames.map((f) => f.event)).toEqual(['tool_calls', 'turn.completed']);
-      const second = await s.streamTurn(bases[1]!, user, sessionId, { role: 'tool', tool_call_results: [{ call_id: 'call_w1', output: '{"temp":21}' }] });
+      const second = await s.streamTurn(bases[1]!, user, sessionId, {
+        role: 'tool',
+        tool_call_results: [{ call_id: 'call_w1', output: '{"temp":21}' }],
+      });
       expect(second.answered).toBe(true);
-      expect(second.frames.filter((f) => f.event === 'delta').map((f) => f.data.content).join('')).toBe('It is sunny in Paris.');
-      const posted = await bed.call(bases[2]!, 'POST', `/v1/agents/sessions/${sessionId}/events`, user.keys.at(-1)!.key, { role: 'user', content: 'And tomorrow?' });
+      expect(
+        second.frames
+          .filter((f) => f.event === 'delta')
+          .map((f) => f.data.content)
+          .join(''),
+      ).toBe('It is sunny in Paris.');
+      const posted = await bed.call(bases[2]!, 'POST', `/v1/agents/sessions/${sessionId}/events`, user.keys.at(-1)!.key, {
+        role: 'user',
+        content: 'And tomorrow?',
+      });
       expect(posted.status).toBe(201);
       const settled = await waitFor(
         async () => (await bed.call(bed.lb.url, 'GET', `/v1/agents/sessions/${sessionId}`, user.keys.at(-1)!.key)).body,
@@ -233,9 +282,15 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
       }
     },
 
-    /** Downloads the ZIP on `base` and checks it: its size, and the weights inside byte for byte (unzip). */
-    async downloadZip(base: string, user: User, published: Published) {
-      const res = await bed.recordingFetch(`${base}/api/models/${published.zip.slug}/download?quant=int4&sdk=v1.0`, { headers: { authorization: `Bearer ${user.token}` } });
+    /**
+     * Downloads the ZIP on `base` and checks it: its size, and the weights inside byte for byte
+     * (unzip). `refused` lists the statuses accepted instead (503 while the database is away); the status is returned.
+     */
+    async downloadZip(base: string, user: User, published: Published, refused: number[] = []) {
+      const res = await bed.recordingFetch(`${base}/api/models/${published.zip.slug}/download?quant=int4&sdk=v1.0`, {
+        headers: { authorization: `Bearer ${user.token}` },
+      });
+      if (refused.includes(res.status)) return res.status;
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('application/zip');
       downloadsStarted++;
@@ -250,11 +305,13 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+      return res.status;
     },
 
     /** The single file with an API key on `base`: a 302 to a presigned URL of the shared store, which serves the bytes. */
-    async downloadFile(base: string, user: User, published: Published) {
+    async downloadFile(base: string, user: User, published: Published, refused: number[] = []) {
       const res = await bed.call(base, 'GET', `/api/models/${published.file.slug}/download?quant=int8&sdk=v1.0`, user.keys.at(-1)!.key);
+      if (refused.includes(res.status)) return res.status;
       expect(res.status).toBe(302);
       downloadsStarted++;
       const location = res.headers.get('location')!;
@@ -262,6 +319,7 @@ export function replicaScenario(bed: ReplicaBed, model: string) {
       const object = await fetch(location);
       expect(object.status).toBe(200);
       expect(Buffer.compare(Buffer.from(await object.arrayBuffer()), Buffer.from(published.file.bytes))).toBe(0);
+      return res.status;
     },
 
     usageRows: async () => (await bed.database.query<{ n: number }>(sql`select count(*)::int as n from router_usage`))[0]!.n,

@@ -81,7 +81,13 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
   const binary = await ensureBuilt();
   const models = opts.models ?? ['m1'];
   const s3Dir = mkdtempSync(join(tmpdir(), 'cpd-replicas-s3-'));
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: s3Dir, configureBuckets: [{ name: 'models', configs: [] }] });
+  const s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: s3Dir,
+    configureBuckets: [{ name: 'models', configs: [] }],
+  });
   const [up, s3Address] = await Promise.all([startFakeUpstream({ models }), s3.run() as Promise<AddressInfo>]);
   const s3Endpoint = `http://127.0.0.1:${s3Address.port}`;
 
@@ -125,7 +131,11 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
     async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       const outage = bed.outage;
       const res = await fetch(input, init);
-      statuses.push({ status: res.status, outage: outage ?? bed.outage, path: new URL(String(input instanceof Request ? input.url : input)).pathname });
+      statuses.push({
+        status: res.status,
+        outage: outage ?? bed.outage,
+        path: new URL(String(input instanceof Request ? input.url : input)).pathname,
+      });
       return res;
     },
     { preconnect: fetch.preconnect },
@@ -134,7 +144,12 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
   async function cli(args: string[]): Promise<string> {
     const cwd = mkdtempSync(join(tmpdir(), 'cpd-replicas-cli-'));
     try {
-      const proc = Bun.spawn([binary, ...args], { cwd, env: { ...baseEnv(), ...env, DATA_DIR: join(cwd, 'data') }, stdout: 'pipe', stderr: 'pipe' });
+      const proc = Bun.spawn([binary, ...args], {
+        cwd,
+        env: { ...baseEnv(), ...env, DATA_DIR: join(cwd, 'data') },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       if (code !== 0) throw new Error(`cpd ${args.join(' ')} failed (${code}):\n${out}${err}`);
       return out;
@@ -143,15 +158,31 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
     }
   }
 
-  async function call(base: string, method: string, path: string, token?: string, body?: unknown, headers: Record<string, string> = {}): Promise<CallResult> {
+  async function call(
+    base: string,
+    method: string,
+    path: string,
+    token?: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<CallResult> {
     const res = await recordingFetch(`${base}${path}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       redirect: 'manual',
     });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, text, body: res.headers.get('content-type')?.includes('json') && text ? JSON.parse(text) : null };
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      body: res.headers.get('content-type')?.includes('json') && text ? JSON.parse(text) : null,
+    };
   }
 
   // On an empty (private) database the first replica migrates and the others wait on its advisory lock.

@@ -75,8 +75,18 @@ function drizzleQueries(db: Db): Pick<Database, 'db' | 'query' | 'notify'> {
   };
 }
 
+/**
+ * Seconds before a connection that closed with an error reconnects: doubling from 50 ms, at most
+ * 1 s, with jitter. postgres.js's default grows as 3^n / 100 s up to 20 s, counted over every
+ * connection of the pool and the LISTEN connection alike: after a PostgreSQL restart the pool has
+ * seen a dozen errors, so replicas kept answering 503 and missing NOTIFYs (revocations, prices)
+ * for 10-20 s after the database was back (tests/e2e/replicas.pg-restart.binary.test.ts). A
+ * refused connect costs the server nothing, so a one-second ceiling is cheap.
+ */
+const reconnectBackoff = (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2);
+
 function openPostgres(url: string, max: number): Database {
-  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 });
+  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoff });
   return {
     kind: 'postgres',
     ...drizzleQueries(drizzlePostgres(client) as unknown as Db),
