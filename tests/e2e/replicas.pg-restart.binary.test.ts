@@ -35,10 +35,10 @@ describe('three replicas through a PostgreSQL restart (a private cluster)', () =
     s = replicaScenario(bed, MODEL);
     published = await s.publish();
     await s.setPrice(0.002);
-    for (const r of bed.replicas)
-      await waitFor(async () => ((await fetch(`${r.url}/api/pricing`).then((x) => x.json())) as any).models?.length === 1, 'the price');
     for (let i = 0; i < USERS; i++) await s.signUp(i);
-    // Every user has used every replica once, so each holds a wallet grant (admission from memory).
+    // Every replica prices at 0.002 (agent turns are counted at that price); every user has used
+    // every replica, so each holds a wallet grant (admission from memory).
+    for (const r of bed.replicas) await s.seesPrice(r.url, s.users[0]!, 1_000);
     for (const user of s.users) for (const r of bed.replicas) expect((await s.chatJson(r.url, user)).status).toBe(200);
   }, 120_000);
 
