@@ -208,6 +208,10 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
     alive: () => replicas.filter((r) => r.proc.exitCode === null && r.proc.signalCode === null),
     unexpected5xx: () => statuses.filter((s) => s.status >= 500 && s.outage === null).map(({ status, path }) => ({ status, path })),
     async close() {
+      // A replica that ended on its own (not stopped or killed by the test) says why.
+      for (const r of replicas)
+        if (r.proc.exitCode !== null && r.proc.exitCode !== 0)
+          console.error(`replica ${r.url} exited with ${r.proc.exitCode}; its last lines:\n${r.logs().split('\n').filter((l) => !l.includes('"msg":"request"')).slice(-25).join('\n')}`);
       lb.close();
       await Promise.all(replicas.map((r) => r.stop('SIGKILL')));
       await up.close();
