@@ -87,7 +87,8 @@ function openPostgres(url: string, max: number): Database {
   const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 };
   const client = postgres(url, { max, ...options });
   // Its own connection, opened on first use: postgres.js lets a hand-sent BEGIN run only there.
-  const pipeline = createPipeline((onclose) => postgres(url, { max: 1, ...options, onclose }));
+  // Read-only outside a transaction: nothing sent on it can write outside BEGIN … COMMIT (pipeline.ts).
+  const pipeline = createPipeline((onclose) => postgres(url, { max: 1, ...options, onclose, connection: { default_transaction_read_only: true } }));
   return {
     kind: 'postgres',
     ...drizzleQueries(drizzlePostgres(client) as unknown as Db),

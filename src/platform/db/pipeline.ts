@@ -11,7 +11,7 @@
  * `await` completes (as `Promise.all([...])` of the statements does); a `prepared` call on the
  * handle after that throws. Queries `fn` runs after its statements settled (through drizzle on the
  * handle) run after COMMIT, outside the transaction: only reads that check what was committed
- * belong there.
+ * belong there (the connection is read-only outside a transaction, so a write there fails).
  *
  * Failures: after a failed statement PostgreSQL refuses the rest (25P02) and COMMIT rolls back;
  * every statement from the failed one on then rejects with the first error, so the caller sees
@@ -46,10 +46,14 @@ export interface Pipeline {
 }
 
 /**
- * COMMIT answered ROLLBACK though no statement failed. postgres.js re-sends by itself a statement
- * whose cached plan a schema change invalidated, which then runs after COMMIT; the transaction is
- * told to be retried whole (SQLSTATE class 40, transaction rollback), which replays idempotently.
+ * postgres.js re-sends by itself a statement whose cached plan a schema change invalidated (these
+ * are the server routines that say so); that copy goes out after COMMIT, outside the transaction.
+ * The connection is read-only outside transactions (default_transaction_read_only), so the copy
+ * writes nothing and fails; the transaction, rolled back at COMMIT, is then told to be retried
+ * whole (SQLSTATE class 40, transaction rollback): a replay on fresh plans, idempotent.
  */
+const STALE_PLAN_ROUTINES = new Set(['RevalidateCachedQuery', 'FetchPreparedStatement', 'transformAssignedExpr']);
+const sentAgain = (err: unknown) => STALE_PLAN_ROUTINES.has(String((err as { routine?: unknown } | null)?.routine));
 const rolledBack = () => Object.assign(new Error('the transaction rolled back at COMMIT'), { code: '40000' });
 
 export function createPipeline(connect: (onclose: () => void) => postgres.Sql): Pipeline {
@@ -103,7 +107,7 @@ export function createPipeline(connect: (onclose: () => void) => postgres.Sql): 
       for (const s of statements) s.reject(err);
       return result;
     }
-    const begin = sql.unsafe('begin').execute();
+    const begin = sql.unsafe('begin read write').execute();
     const sent = statements.map((s) => sql.unsafe(s.text, s.params, { prepare: true }).execute());
     const commit = sql.unsafe('commit').execute();
     const [beginDone, commitDone, ...answers] = await Promise.allSettled([begin, commit, ...sent]);
@@ -111,7 +115,7 @@ export function createPipeline(connect: (onclose: () => void) => postgres.Sql): 
     // statements of an aborted transaction (25P02).
     let first: unknown = beginDone.status === 'rejected' ? beginDone.reason : null;
     answers.forEach((a, i) => {
-      if (a.status === 'rejected') first ??= a.reason;
+      if (a.status === 'rejected') first ??= sentAgain(a.reason) ? rolledBack() : a.reason;
       if (first !== null) statements[i]!.reject(first);
       else statements[i]!.resolve((a as PromiseFulfilledResult<unknown>).value as unknown[]);
     });
