@@ -202,7 +202,7 @@ async function main() {
   const portkeyHeaders = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream };
   await waitHttp(`${portkey}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...portkeyHeaders }, body });
 
-  const targets: Target[] = [
+  const all: Target[] = [
     { name: 'direct', url: upstream, headers: {}, pid: upstreamPid },
     { name: 'bare', url: bare, headers: {}, pid: barePid },
     { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` }, pid: cpdProc.pid },
@@ -210,7 +210,8 @@ async function main() {
     { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` }, pid: cpdProc.pid },
     { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` }, pid: cpdProc.pid },
     { name: 'portkey', url: portkey, headers: portkeyHeaders, pid: portkeyProc.pid },
-  ].filter((t) => !only || only.has(t.name));
+  ];
+  const targets = all.filter((t) => !only || only.has(t.name));
   const streamTargets = targets.filter((t) => !t.name.startsWith('cpd+'));
   for (const t of targets) await load(t, 500, 16); // warm-up: JIT, pools, caches
 
