@@ -7,9 +7,10 @@
  * How a caller's statements are gathered without changing how it is written: `fn` gets a handle
  * (`on`) and runs the usual `database.prepared(text, params, on)` calls; those made before `fn`
  * first yields are recorded, not sent. Then the whole transaction goes out and each recorded call
- * settles with its rows. So every write of the transaction must be issued before `fn`'s first
- * `await` completes (as `Promise.all([...])` of the statements does); a `prepared` call on the
- * handle after that throws. Queries `fn` runs after its statements settled (through drizzle on the
+ * settles with its rows. So every write of the transaction must be issued synchronously, before
+ * `fn`'s first `await` (as `Promise.all([...])` of the statements does, nested async calls
+ * included as long as none awaits before its statement); a `prepared` call on the handle after
+ * that throws. Queries `fn` runs after its statements settled (through drizzle on the
  * handle) run after COMMIT, outside the transaction: only reads that check what was committed
  * belong there (the connection is read-only outside a transaction, so a write there fails).
  *
@@ -18,8 +19,9 @@
  * what went wrong rather than "transaction aborted". A COMMIT that answers ROLLBACK with no failed
  * statement, or that fails itself (a connection lost before the acknowledgement), rejects too.
  *
- * The connection is the pool's own (max 1, as postgres.js requires for a BEGIN sent by hand) and
- * carries one transaction at a time. A statement seen for the first time on a connection is
+ * The connection is its own (a postgres.js client of max 1, as postgres.js requires for a BEGIN
+ * sent by hand) and carries one transaction at a time (two connections measured slower: smaller
+ * batches waiting on each other's row locks). A statement seen for the first time on a connection is
  * described by the server before it can run (postgres.js waits for that answer, then sends the
  * rest): were the connection lost in that wait, the rest would go out on the next connection,
  * outside the transaction. So statements are described ahead, on their own, and the transaction
