@@ -33,9 +33,9 @@ describe('API key limits over time (postgres)', () => {
     await h.t.services.router.flushUsage();
     await waitFor(
       async () =>
-        (await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from router_key_holds where key_id = ${keyId}`))[0]!
+        (await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from key_spend_grants where key_id = ${keyId} and margin`))[0]!
           .n === 0,
-      'holds released',
+      'margin given back',
     );
   };
 
