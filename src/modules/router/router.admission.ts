@@ -147,6 +147,8 @@ export function createAdmission(
       return await admitWaiting(userId, s, estimate, signal);
     } finally {
       s.waiting--;
+      // A refused request leaves nothing to release: the grant is given back from here instead.
+      if (s.inflight === 0 && s.waiting === 0 && !s.idle) s.idle = setTimeout(() => giveBack(userId, s), IDLE_GIVE_BACK_MS).unref();
     }
   }
 
