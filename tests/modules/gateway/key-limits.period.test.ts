@@ -68,6 +68,11 @@ describe('API key limits over time (postgres)', () => {
     expect(await statusOf(day.key)).toBe(200);
     expect(await statusOf(month.key)).toBe(200);
     expect(await statusOf(total.key)).toBe(402);
+    // The process dropped its grants of the old period and was granted shares of the new ones.
+    const starts = await h.t.ctx.database.query<{ key_id: string; start: string }>(
+      sql`select key_id, to_char(period_start at time zone 'UTC', 'YYYY-MM-DD') as start from key_spend_grants where key_id in (${day.id}, ${month.id})`,
+    );
+    expect(Object.fromEntries(starts.map((r) => [r.key_id, r.start]))).toEqual({ [day.id]: '2026-04-01', [month.id]: '2026-04-01' });
     await settled(day.id);
     await settled(month.id);
     // 2026-04-02: the day limit is free again; the month's is spent.
