@@ -8,7 +8,7 @@
  *             the commit does not wait for the WAL flush)
  *   cpd-sync  the same with USAGE_SYNCHRONOUS_COMMIT=on (each commit waits for the flush)
  *   cpd+rules the first cpd process with a key limited to models and requests per minute
- *   cpd+spend the first cpd process with a key that has a spend limit (a hold in the database per request)
+ *   cpd+spend the first cpd process with a key that has a spend limit (admitted against the process's grant of its budget)
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
  * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
  * ratio ÷ bare; each server process's CPU time per request (from /proc, so a loaded machine

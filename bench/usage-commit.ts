@@ -52,7 +52,7 @@ const row = (): UsageRecord => ({
 
 async function round(path: keyof typeof paths, synchronousCommit: boolean, concurrency: number, n: number) {
   database.pipelined = paths[path] as typeof database.pipelined;
-  const writer = createUsageWriter(tc.ctx, billing, 'bench-holder', () => {}, { synchronousCommit });
+  const writer = createUsageWriter(tc.ctx, billing, 'bench-holder', () => {}, { consume: () => null, committed: () => {} }, { synchronousCommit });
   const lat: number[] = [];
   let next = 0;
   const cpu0 = process.cpuUsage();

@@ -16,6 +16,10 @@
  * transaction; the request's bound is held until then. A process renews its grants every third of
  * WALLET_GRANT_TTL and stops using them locally before they could expire; a dead process's grants
  * expire. An idle wallet's grant is given back after a second.
+ *
+ * The API key spend limits (router.key-limits.ts) run this same admission over a key's remaining
+ * budget in its period, with their own grants table and refusals; forget() serves them when a key's
+ * limit or period changes.
  */
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import { AppError } from '../../platform/errors';
@@ -40,6 +44,10 @@ interface WalletState {
   asking: Promise<GrantAnswer> | null;
   waiters: Array<() => void>;
   idle: ReturnType<typeof setTimeout> | null;
+  /** Bumped by forget(): an answer to a question asked before then says nothing about the grant. */
+  epoch: number;
+  /** Since forget(), until a question asked after it is answered: the database's grant is not ours to use. */
+  forgotten: boolean;
 }
 
 export interface Ticket {
@@ -52,7 +60,24 @@ export interface AdmissionOptions {
   grantTtlMs: number;
   /** How long a request at the margin waits for this wallet's other requests to settle. */
   waitMs: number;
+  /** The refusals' texts (the API key spend limits reuse this admission with their own). */
+  refusals?: Refusals;
 }
+
+export interface Refusals {
+  /** Nothing is left (402). */
+  exhausted: string;
+  /** What is left is held by requests in flight (402). */
+  reserved: string;
+  /** The database cannot be asked (503). */
+  unavailable: string;
+}
+
+const WALLET_REFUSALS: Refusals = {
+  exhausted: 'insufficient balance',
+  reserved: 'insufficient balance: the rest is reserved by requests in flight',
+  unavailable: 'the balance cannot be checked right now',
+};
 
 /** Headroom asked with a grant, in requests like the one asking: fewer round trips, less left to others. */
 const HEADROOM_REQUESTS = 64n;
@@ -68,6 +93,7 @@ export function createAdmission(
 ) {
   const wallets = new Map<string, WalletState>();
   const { holder, grantTtlMs } = opts;
+  const refusals = opts.refusals ?? WALLET_REFUSALS;
   /** Local grants are used only until this time (ms): a renewal sent at t keeps them until t + ttl − slack. */
   let usableUntil = 0;
   const slack = Math.min(2_000, grantTtlMs / 4);
@@ -75,7 +101,7 @@ export function createAdmission(
   const stateOf = (userId: string): WalletState => {
     let s = wallets.get(userId);
     if (!s) {
-      s = { grant: 0n, version: 0, margin: false, reserved: 0n, inflight: 0, waiting: 0, asking: null, waiters: [], idle: null };
+      s = { grant: 0n, version: 0, margin: false, reserved: 0n, inflight: 0, waiting: 0, asking: null, waiters: [], idle: null, epoch: 0, forgotten: false };
       wallets.set(userId, s);
     }
     return s;
@@ -97,13 +123,16 @@ export function createAdmission(
   /** One question per wallet at a time: callers check `s.asking` first and use its answer. */
   async function ask(userId: string, s: WalletState, estimate: bigint, margin: boolean): Promise<GrantAnswer> {
     const sentAt = Date.now();
+    const epoch = s.epoch;
     // Asks for every request waiting on this wallet at once (a burst then needs one round trip, not one per 64).
     const waiting = BigInt(Math.max(1, s.waiting));
     const p = grants.request({ userId, holder, needMicros: s.reserved + estimate * waiting, extraMicros: estimate * HEADROOM_REQUESTS, margin, ttlMs: grantTtlMs });
     s.asking = p;
     try {
       const answer = await p;
-      learn(s, answer);
+      if (epoch === s.epoch) s.forgotten = false;
+      // Asked before a forget(): keep its margin and version (so it is given back), not its amount.
+      learn(s, s.forgotten ? { ...answer, amountMicros: 0n } : answer);
       usableUntil = Math.max(usableUntil, sentAt + grantTtlMs - slack);
       return answer;
     } finally {
@@ -122,6 +151,8 @@ export function createAdmission(
       return await admitWaiting(userId, s, estimate, signal);
     } finally {
       s.waiting--;
+      // A refused request leaves nothing to release: the grant is given back from here instead.
+      if (s.inflight === 0 && s.waiting === 0 && !s.idle) s.idle = setTimeout(() => giveBack(userId, s), IDLE_GIVE_BACK_MS).unref();
     }
   }
 
@@ -136,11 +167,11 @@ export function createAdmission(
           // when it does not cover this request, wait like a request at the margin.
           answer = await s.asking;
           if (covered(s, estimate)) return take(userId, s, estimate, false);
-          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', refusals.exhausted);
         } else {
           answer = await ask(userId, s, estimate, false);
           if (covered(s, estimate)) return take(userId, s, estimate, false);
-          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', 'insufficient balance');
+          if (answer.balanceMicros <= 0n) throw new AppError('payment_required', refusals.exhausted);
           if (s.inflight === 0 && !s.margin && !s.asking) {
             answer = await ask(userId, s, estimate, true);
             if (s.margin && s.grant > 0n && Date.now() < usableUntil) return take(userId, s, estimate, true);
@@ -149,11 +180,11 @@ export function createAdmission(
         }
       } catch (err) {
         if (err instanceof AppError) throw err;
-        if (Date.now() >= deadline) throw new AppError('unavailable', 'the balance cannot be checked right now');
+        if (Date.now() >= deadline) throw new AppError('unavailable', refusals.unavailable);
         log.warn({ err, user_id: userId }, 'wallet grant request failed; retrying');
       }
       const left = deadline - Date.now();
-      if (left <= 0 || signal?.aborted) throw new AppError('payment_required', 'insufficient balance: the rest is reserved by requests in flight');
+      if (left <= 0 || signal?.aborted) throw new AppError('payment_required', refusals.reserved);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, MARGIN_POLL_MS));
         s.waiters.push(() => {
@@ -168,7 +199,7 @@ export function createAdmission(
     s.margin = false;
     grants
       .endMargin(userId, holder)
-      .then((g) => g && learn(s, g))
+      .then((g) => g && !s.forgotten && learn(s, g))
       .catch((err) => log.warn({ err, user_id: userId }, 'could not give the margin back; it expires with the grant'));
   }
 
@@ -230,8 +261,19 @@ export function createAdmission(
     committed(changed: Map<string, Grant>) {
       for (const [userId, g] of changed) {
         const s = wallets.get(userId);
-        if (s) learn(s, g);
+        if (s && !s.forgotten) learn(s, g);
       }
+    },
+    /**
+     * Stops admitting against this wallet's local grant (what it is a share of changed): the next
+     * request asks the database. Requests in flight keep their holds.
+     */
+    forget(userId: string) {
+      const s = wallets.get(userId);
+      if (!s) return;
+      s.grant = 0n;
+      s.epoch++;
+      s.forgotten = true;
     },
     /** Gives every grant back (graceful stop, after the usage writer drained). */
     async close() {

@@ -2,22 +2,27 @@
  * API key limits at admission, for every gateway entry point: allowed models (403), requests per
  * minute (429 with Retry-After) and the spend limit per period (402).
  *
- * The spend limit has the wallet's bound: a request is admitted when the key's spent amount
- * (its committed usage in the period, from the per-key daily rollup written with the usage rows) plus the holds of its requests in flight plus this
- * request's upper-bound cost stays within the limit; otherwise only when the key has nothing in
- * flight and is still below its limit, so at most one request at a time crosses the limit, by at
- * most its own cost. The holds live in the database, so the bound is the same across replicas:
- * one transaction per admission takes a per-key advisory lock and then reads (a fresh snapshot,
- * after the lock) the usage and the holds. A hold is deleted once its usage row is committed; a
- * dead process's holds lapse after HOLD_TTL_MS. Keys without a spend limit never touch the
- * database here. docs/gateway.md has the measured cost.
+ * The spend limit has the wallet's bound, across every process on the database, without a
+ * database round trip per request: the wallet's admission (router.admission.ts) runs over the
+ * key's remaining budget in its period instead of a balance. Each process holds a grant of that
+ * budget (router.key-grants.ts: committed spend plus the live grants never exceed the limit) and
+ * admits from memory while the grant covers its requests in flight plus this one's upper-bound
+ * cost; otherwise it asks for more, and at the end for the key's one margin, so at most one
+ * request at a time takes the key past its limit, by at most its own cost. The usage commit lowers
+ * the grant by the cost in the transaction that adds it to the key's daily spend. A changed limit
+ * or a new period (UTC day or month) makes the process drop its local grant and ask again; a
+ * PATCH reaches every process through the accounts key cache's notification. Keys without a spend
+ * limit never touch the database here. docs/gateway.md has the measured cost.
  */
-import { and, eq, gt, gte, inArray, sql } from 'drizzle-orm';
+import { gte, inArray, sql } from 'drizzle-orm';
+import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
+import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { newId } from '../../platform/ids';
 import { TokenBucketLimiter } from '../../platform/http/rate-limit';
-import { routerKeyHolds, routerUsageKeyDaily } from './router.tables';
+import { type GrantSource, type Ticket, createAdmission } from './router.admission';
+import { type KeyBudget, createKeyGrants } from './router.key-grants';
+import { routerUsageKeyDaily } from './router.tables';
 
 export type SpendPeriod = 'day' | 'month' | 'total';
 
@@ -31,15 +36,19 @@ export interface KeyLimits {
 /** The accounts module's lookup (its key cache); null for an unknown key. */
 export type KeyLimitsSource = (keyId: string) => Promise<KeyLimits | null>;
 
-/** Longer than any request may reasonably run; a hold older than this no longer counts. */
-const HOLD_TTL_MS = 15 * 60_000;
-/** A number only this module uses as the first half of its advisory lock keys. */
-const LOCK_SPACE = 0x6b6579;
-
-export interface KeyHold {
-  /** After the request's usage row committed (or was set aside): the row counts instead. */
-  release(): void;
+export interface KeyLimitsOptions {
+  /** This process's name in the grants table (the wallet grants' holder). */
+  holder: string;
+  grantTtlMs: number;
+  /** How long a request at the margin waits for this key's other requests in this process to settle. */
+  waitMs: number;
 }
+
+const KEY_REFUSALS = {
+  exhausted: 'key spend limit reached',
+  reserved: 'key spend limit reached: the rest is reserved by requests in flight',
+  unavailable: 'the key spend limit cannot be checked right now',
+};
 
 /** Start of the key's current period (UTC day or month; the epoch for `total`). */
 export function periodStart(period: SpendPeriod, now: Date): Date {
@@ -48,15 +57,22 @@ export function periodStart(period: SpendPeriod, now: Date): Date {
   return new Date(0);
 }
 
-export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource) {
+export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts: KeyLimitsOptions) {
   const { db } = ctx.database;
   /** One limiter per distinct rpm value (the limiter takes one rate); buckets are per key. */
   const perMinute = new Map<number, TokenBucketLimiter>();
-  const toRelease: string[] = [];
-  const releasing = new Set<Promise<unknown>>();
-
-  const spentSince = (keyId: string, since: Date) =>
-    sql`(select coalesce(sum(${routerUsageKeyDaily.costMicros}), 0) from ${routerUsageKeyDaily} where ${and(eq(routerUsageKeyDaily.keyId, keyId), gte(routerUsageKeyDaily.day, since))})`;
+  const grants = createKeyGrants(ctx);
+  /** The limit and period each key's local grant is a share of (set at admission, before any question). */
+  const budgets = new Map<string, KeyBudget>();
+  const source: GrantSource = {
+    request: (req) => grants.request(req.userId, budgets.get(req.userId)!, req),
+    endMargin: grants.endMargin,
+    giveBack: grants.giveBack,
+    renewAll: grants.renewAll,
+    releaseAll: grants.releaseAll,
+  };
+  // No notifications: a request not covered asks the database, which sees every commit at once.
+  const admission = createAdmission(source, async () => {}, ctx.log, { ...opts, refusals: KEY_REFUSALS });
 
   /** Spent by each key in its period, from the usage rows' per-key daily rollup (one query for all of a user's keys). */
   async function spentBy(keys: Array<{ keyId: string; period: SpendPeriod }>): Promise<Map<string, bigint>> {
@@ -83,51 +99,25 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource) {
     limiter.enforce(keyId, 1, `this API key allows ${rpm} requests per minute`);
   }
 
-  async function holdSpend(keyId: string, limit: bigint, period: SpendPeriod, estimateMicros: bigint): Promise<KeyHold> {
-    const now = ctx.clock.now();
-    const id = newId('hold');
-    const admitted = await db.transaction(async (tx) => {
-      // A hold lost with a database crash only forgets requests in flight then; it need not wait for the disk.
-      await tx.execute(sql`select set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(${keyId}))`);
-      // After the lock, this statement's snapshot sees every committed usage row and hold of the key.
-      const live = and(eq(routerKeyHolds.keyId, keyId), gt(routerKeyHolds.expiresAt, now));
-      const spent = spentSince(keyId, periodStart(period, now));
-      const held = sql`(select coalesce(sum(${routerKeyHolds.micros}), 0) from ${routerKeyHolds} where ${live})`;
-      const inFlight = sql`exists (select 1 from ${routerKeyHolds} where ${live})`;
-      const rows = await ctx.database.query(
-        sql`
-        insert into ${routerKeyHolds} (id, key_id, micros, expires_at)
-        select ${id}, ${keyId}, ${estimateMicros}, ${new Date(now.getTime() + HOLD_TTL_MS).toISOString()}::timestamptz
-        where ${spent} + ${held} + ${estimateMicros} <= ${limit} or (not ${inFlight} and ${spent} < ${limit})
-        returning id`,
-        tx,
-      );
-      return rows.length > 0;
-    });
-    if (!admitted) throw new AppError('payment_required', 'key spend limit reached');
-    let released = false;
-    return {
-      release() {
-        if (released) return;
-        released = true;
-        toRelease.push(id);
-        if (toRelease.length === 1) setImmediate(releaseQueued);
-      },
-    };
+  /** Drops the key's local grant when its limit, period or period start changed since its last request. */
+  function budgetOf(keyId: string, limitMicros: bigint, period: SpendPeriod): void {
+    const start = periodStart(period, ctx.clock.now());
+    const known = budgets.get(keyId);
+    if (known && known.limitMicros === limitMicros && known.period === period && known.periodStart.getTime() === start.getTime()) return;
+    if (known) admission.forget(keyId);
+    budgets.set(keyId, { limitMicros, period, periodStart: start });
   }
 
-  /** Deletes the holds released since the last turn in one transaction (one disk write, not one per request). */
-  function releaseQueued() {
-    const ids = toRelease.splice(0);
-    if (!ids.length) return;
-    const done = db
-      .transaction(async (tx) => {
-        await tx.execute(sql`select set_config('synchronous_commit', 'off', true)`);
-        await tx.delete(routerKeyHolds).where(inArray(routerKeyHolds.id, ids));
-      })
-      .catch((err) => ctx.log.warn({ err, holds: ids.length }, 'could not release key spend holds; they lapse'))
-      .finally(() => releasing.delete(done));
-    releasing.add(done);
+  /**
+   * The usage commit's part: issues (on the commit's transaction, without awaiting) the statement
+   * lowering this process's key grants by what the batch spent; null when no row is of a key with
+   * a grant here.
+   */
+  function consume(on: DbOrTx, rows: ReadonlyArray<{ keyId: string | null; costMicros: bigint }>): Promise<Map<string, Grant>> | null {
+    const spent = new Map<string, bigint>();
+    for (const r of rows) if (r.keyId && r.costMicros > 0n && budgets.has(r.keyId)) spent.set(r.keyId, (spent.get(r.keyId) ?? 0n) + r.costMicros);
+    if (!spent.size) return null;
+    return grants.consume(on, opts.holder, spent).then((touched) => new Map(touched.map((r) => [r.key_id, grants.grantOf(r)])));
   }
 
   /**
@@ -138,24 +128,25 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource) {
     caller: { userId: string; keyId: string | null },
     entrypoint: string,
     estimateMicros: bigint,
-  ): Promise<KeyHold | null> {
+    signal?: AbortSignal,
+  ): Promise<Ticket | null> {
     if (!caller.keyId) return null;
     const limits = await limitsOf(caller.keyId);
     if (!limits) return null;
     if (limits.models && !limits.models.includes(entrypoint)) throw new AppError('forbidden', `this API key may not use "${entrypoint}"`);
     if (limits.rpm !== null) enforceRpm(caller.keyId, limits.rpm);
     if (limits.spendLimitMicros === null) return null;
-    return holdSpend(caller.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total', estimateMicros);
+    budgetOf(caller.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
+    return admission.admit(caller.keyId, estimateMicros, signal);
   }
 
   return {
     admit,
     spentBy,
-    /** Waits for releases under way (graceful stop, after the usage writer drained). */
-    async close() {
-      await new Promise((resolve) => setImmediate(resolve));
-      releaseQueued();
-      await Promise.allSettled(releasing);
-    },
+    consume,
+    /** The usage commit that lowered these key grants of ours is committed. */
+    committed: admission.committed,
+    /** Gives every key grant back (graceful stop, after the usage writer drained). */
+    close: admission.close,
   };
 }

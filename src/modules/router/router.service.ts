@@ -139,9 +139,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     grantTtlMs: ctx.config.walletGrantTtlMs,
     waitMs: settings.admissionWaitMs,
   });
-  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, { synchronousCommit: ctx.config.usageSynchronousCommit });
+  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf, { holder, grantTtlMs: ctx.config.walletGrantTtlMs, waitMs: settings.admissionWaitMs });
+  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, keyLimits, { synchronousCommit: ctx.config.usageSynchronousCommit });
   const metrics = createRouterMetrics(ctx.metrics, ctx.config.currency, { backends: backends.list, usage: () => ({ queued: usage.queued, setAside: usage.setAside }) });
-  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf);
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
   // Loads the tokenizer's tables off the start-up path, before the first request is likely to need them.
@@ -200,7 +200,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     kind.validate(req.body);
     const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
     if (!req.caller) return { req, plan: p, ticket: null, started };
-    const keyHold = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros);
+    const keyHold = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros, req.signal);
     let wallet: Ticket;
     try {
       wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);

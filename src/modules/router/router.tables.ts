@@ -100,19 +100,29 @@ export const routerUsageKeyDaily = pgTable(
 );
 
 /**
- * Reservations of API keys' spend limits: the upper-bound cost of each admitted request of a key
- * with a spend limit, held until its usage row is committed (then the usage row counts instead).
- * Shared by every process on the database; a dead process's holds lapse at expires_at.
+ * API keys' spend-limit grants: the share of a key's remaining budget in its current period that
+ * one serving process (holder) may admit requests against from memory, in the manner of the wallet
+ * grants. A grant request locks the key (an advisory lock) and keeps committed spend plus the live
+ * grants of the period within the limit; the usage commit lowers the holder's grant by what it
+ * spent, in the transaction that adds the spend to router_usage_key_daily. A dead process's grants
+ * lapse at expires_at; grants of an earlier period no longer count.
  */
-export const routerKeyHolds = pgTable(
-  'router_key_holds',
+export const keySpendGrants = pgTable(
+  'key_spend_grants',
   {
-    id: text('id').primaryKey(),
     keyId: text('key_id').notNull(),
-    micros: bigint('micros', { mode: 'bigint' }).notNull(),
+    /** The process holding the grant (a random id per process). */
+    holder: text('holder').notNull(),
+    /** Start of the period (UTC day or month, the epoch for `total`) the grant was given in. */
+    periodStart: timestamp('period_start', { withTimezone: true, mode: 'date' }).notNull(),
+    amountMicros: bigint('amount_micros', { mode: 'bigint' }).notNull(),
+    /** The one grant of the key that may take it past its limit, by at most one request. */
+    margin: boolean('margin').notNull(),
+    /** Bumped by every change, so the holder applies answers in the order they happened. */
+    version: bigint('version', { mode: 'number' }).notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [index('router_key_holds_key_idx').on(t.keyId)],
+  (t) => [primaryKey({ columns: [t.keyId, t.holder] }), index('key_spend_grants_holder_idx').on(t.holder)],
 );
 
 /**

@@ -4,7 +4,7 @@
  * together share one transaction, each request awaiting its batch). One transaction per batch,
  * sent in one round trip on PostgreSQL (platform/db's pipelined transaction), inserts the rows (a replayed id inserts nothing), adds the rows it inserted into the hourly and
  * daily rollups, records one `usage` ledger entry per billed row (idempotent on `usage:<row id>`)
- * and lowers this process's wallet grants by what was spent. A row that cannot be written is kept
+ * and lowers this process's wallet grants and API key spend grants by what was spent. A row that cannot be written is kept
  * in router_usage_set_aside with the reason, and the others are written. Writes lock wallets and
  * rollup rows in sorted order so concurrent batches cannot deadlock each other.
  */
@@ -39,6 +39,14 @@ export interface UsageDebitor {
     entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>,
     holder: string,
   ): Promise<{ grants: Map<string, Grant>; committed: () => void }>;
+}
+
+/** The API key spend limits' part of a usage commit (router.key-limits.ts). */
+export interface KeySpendHook {
+  /** Issues, without awaiting, the statement lowering this process's key grants by the rows' cost; null when there is none. */
+  consume(on: DbOrTx, rows: UsageRecord[]): Promise<Map<string, Grant>> | null;
+  /** The grants it lowered, once the transaction committed. */
+  committed(grants: Map<string, Grant>): void;
 }
 
 export interface UsageWriterOptions {
@@ -124,6 +132,7 @@ export function createUsageWriter(
   billing: UsageDebitor,
   holder: string,
   onCommitted: (grants: Map<string, Grant>) => void,
+  keySpend: KeySpendHook,
   opts: UsageWriterOptions,
 ) {
   const { database } = ctx;
@@ -132,7 +141,7 @@ export function createUsageWriter(
   async function write(batch: UsageRecord[]): Promise<void> {
     // One round trip on PostgreSQL (platform/db's pipelined): every statement below is issued
     // before the first await, as that requires.
-    const { grants, committed } = await database.pipelined(async (tx) => {
+    const { debited, keyGrants } = await database.pipelined(async (tx) => {
       // One ledger entry per billed request, so a user can match each entry to its request.
       const debits = batch
         .filter((r) => r.userId && r.costMicros > 0n)
@@ -143,17 +152,19 @@ export function createUsageWriter(
           description: `${r.model} via ${r.entrypoint}: ${r.promptTokens}+${r.completionTokens} tokens`,
         }));
       // Sent together in this order (one round trip), run by the server in this order: rollup rows,
-      // then wallet rows, then grant rows are locked in the same order by every writer, so
-      // concurrent batches and grant requests cannot deadlock.
+      // then wallet rows, then wallet grant rows, then key grant rows are locked in the same order
+      // by every writer, so concurrent batches and grant requests cannot deadlock.
       const steps: Array<Promise<unknown>> = [];
       if (!opts.synchronousCommit) steps.push(database.prepared('set local synchronous_commit = off', [], tx));
       steps.push(database.prepared(INSERT_SQL, [JSON.stringify(batch.map(jsonOf)), currency], tx));
       const debited = billing.debitUsageBatch(tx, debits, holder);
-      await Promise.all([...steps, debited]);
-      return debited;
+      const keyGrants = keySpend.consume(tx, batch);
+      await Promise.all([...steps, debited, keyGrants]);
+      return { debited: await debited, keyGrants: await keyGrants };
     });
-    committed();
-    onCommitted(grants);
+    debited.committed();
+    onCommitted(debited.grants);
+    if (keyGrants) keySpend.committed(keyGrants);
   }
 
   async function setAside(r: UsageRecord, reason: string): Promise<void> {

@@ -33,9 +33,9 @@ describe('API key limits over time (postgres)', () => {
     await h.t.services.router.flushUsage();
     await waitFor(
       async () =>
-        (await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from router_key_holds where key_id = ${keyId}`))[0]!
+        (await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from key_spend_grants where key_id = ${keyId} and margin`))[0]!
           .n === 0,
-      'holds released',
+      'margin given back',
     );
   };
 
@@ -68,6 +68,11 @@ describe('API key limits over time (postgres)', () => {
     expect(await statusOf(day.key)).toBe(200);
     expect(await statusOf(month.key)).toBe(200);
     expect(await statusOf(total.key)).toBe(402);
+    // The process dropped its grants of the old period and was granted shares of the new ones.
+    const starts = await h.t.ctx.database.query<{ key_id: string; start: string }>(
+      sql`select key_id, to_char(period_start at time zone 'UTC', 'YYYY-MM-DD') as start from key_spend_grants where key_id in (${day.id}, ${month.id})`,
+    );
+    expect(Object.fromEntries(starts.map((r) => [r.key_id, r.start]))).toEqual({ [day.id]: '2026-04-01', [month.id]: '2026-04-01' });
     await settled(day.id);
     await settled(month.id);
     // 2026-04-02: the day limit is free again; the month's is spent.

@@ -25,12 +25,12 @@ for (const kind of DB_KINDS) {
         () => 200,
         (e: { status?: number }) => e.status ?? 0,
       );
-    const holdsOf = async (keyId: string) =>
-      Number((await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from router_key_holds where key_id = ${keyId}`))[0]!.n);
-    /** Every usage row committed and every hold given back. */
+    const marginsOf = async (keyId: string) =>
+      Number((await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from key_spend_grants where key_id = ${keyId} and margin`))[0]!.n);
+    /** Every usage row committed and the key's margin given back. */
     const settled = async (keyId: string) => {
       await h.t.services.router.flushUsage();
-      await waitFor(async () => (await holdsOf(keyId)) === 0, 'holds released');
+      await waitFor(async () => (await marginsOf(keyId)) === 0, 'margin given back');
     };
 
     beforeAll(async () => {

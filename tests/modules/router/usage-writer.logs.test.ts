@@ -40,7 +40,7 @@ for (const kind of DB_KINDS) {
     afterAll(() => tc.close());
 
     test('a refused row: set aside with its reason; its batch and the good row beside it stay out of the logs', async () => {
-      const writer = createUsageWriter(tc.ctx, createBillingService(tc.ctx), 'logs-test', () => {}, { synchronousCommit: true });
+      const writer = createUsageWriter(tc.ctx, createBillingService(tc.ctx), 'logs-test', () => {}, { consume: () => null, committed: () => {} }, { synchronousCommit: true });
       const first = writer.record(row('use_logfirst00001', 'first-model', 10));
       // Queued while the first batch is in flight: these two travel together in the next batch.
       const poison = writer.record(row('use_logpoison0001', 'poison-model', 3_000_000_000));
