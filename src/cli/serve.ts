@@ -82,6 +82,11 @@ export async function serveCommand(argv: string[]) {
     ctx.log.info({ msg: 'stopped' });
     process.exit(0);
   };
+  // A promise rejected with nobody listening must not end a server whose state is all in the
+  // database: in PostgreSQL restarts under load (tests/e2e/replicas.pg-restart.binary.test.ts) a
+  // driver query rejected with CONNECTION_CLOSED, with no handler, ended a replica twice in about
+  // sixty runs (its caller is not found yet). Logged as an error (a bug to find), not fatal.
+  process.on('unhandledRejection', (reason) => ctx.log.error({ err: reason }, 'unhandled promise rejection'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

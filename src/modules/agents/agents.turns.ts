@@ -7,7 +7,7 @@
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
-import type { DbOrTx } from '../../platform/db';
+import { type DbOrTx, isDatabaseUnreachable, isTransient } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { type ChatModels, type ChatToolCall, chatRequest, readChunk, ToolCallCollector } from './agents.chat';
@@ -206,6 +206,26 @@ export function createTurns(ctx: AppContext, crud: AgentsCrud, models: ChatModel
     });
   }
 
+  /**
+   * settle(), retried while the database is away (a restart, a failover): an outcome that is never
+   * written leaves its session `in_progress`, refusing every event until the lost-turn timeout,
+   * and a completed turn already billed would read as failed. settle() writes only while the turn
+   * is still running, so a retry after a lost acknowledgement changes nothing. The stream's last
+   * frames wait for it, as a gateway answer waits for its usage commit. Given up when the turn is
+   * cancelled (shutdown): the lost-turn timeout covers that case.
+   */
+  async function settleDurably(turn: TurnStart, outcome: Parameters<typeof settle>[1], signal: AbortSignal) {
+    for (let failures = 0; ; failures++) {
+      try {
+        return await settle(turn, outcome);
+      } catch (err) {
+        if (!isTransient(err) || signal.aborted) throw err;
+        if (failures === 0) ctx.log.warn({ err, turn_id: turn.turnId }, 'agent turn outcome: database unavailable; retrying');
+        await Bun.sleep(Math.min(2_000, 25 * 2 ** failures));
+      }
+    }
+  }
+
   async function execute(turn: TurnStart, emit: (frame: Frame) => void, signal: AbortSignal) {
     try {
       const items = await db.select().from(agentItems).where(eq(agentItems.sessionId, turn.sessionId)).orderBy(asc(agentItems.seq));
@@ -223,12 +243,13 @@ export function createTurns(ctx: AppContext, crud: AgentsCrud, models: ChatModel
       }
       if (signal.aborted) throw signal.reason;
       const toolCalls = calls.result();
-      await settle(turn, { status: 'completed', content, toolCalls, usage });
+      await settleDurably(turn, { status: 'completed', content, toolCalls, usage }, signal);
       if (toolCalls.length > 0) emit({ event: 'tool_calls', data: { tool_calls: toolCalls } });
     } catch (err) {
-      const error = signal.aborted ? 'turn cancelled' : err instanceof AppError ? err.message : 'model call failed';
-      if (!(err instanceof AppError) && !signal.aborted) ctx.log.error({ err, turn_id: turn.turnId }, 'agent turn failed');
-      await settle(turn, { status: signal.aborted ? 'cancelled' : 'failed', error }).catch((e) =>
+      const unreachable = isDatabaseUnreachable(err);
+      const error = signal.aborted ? 'turn cancelled' : err instanceof AppError ? err.message : unreachable ? 'database unavailable' : 'model call failed';
+      if (!(err instanceof AppError) && !signal.aborted && !unreachable) ctx.log.error({ err, turn_id: turn.turnId }, 'agent turn failed');
+      await settleDurably(turn, { status: signal.aborted ? 'cancelled' : 'failed', error }, signal).catch((e) =>
         ctx.log.error({ err: e, turn_id: turn.turnId }, 'could not record the agent turn outcome'),
       );
       emit({ event: 'error', data: { error } });

@@ -83,8 +83,18 @@ function drizzleQueries(db: Db): Pick<Database, 'db' | 'query' | 'notify'> {
   };
 }
 
+/**
+ * Seconds before a connection that closed with an error reconnects: doubling from 50 ms, at most
+ * 1 s, with jitter; the LISTEN connection inherits it. postgres.js's default grows as 3^n / 100 s
+ * up to 20 s, n counting the errors of all the pool's connections since one last connected: after
+ * a PostgreSQL restart replicas kept answering 503 and missing NOTIFYs (revocations, prices) for
+ * 10-20 s after the database was back (tests/e2e/replicas.pg-restart.binary.test.ts). A refused
+ * connect costs the server nothing, so a one-second ceiling is cheap.
+ */
+const reconnectBackoff = (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2);
+
 function openPostgres(url: string, max: number): Database {
-  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 };
+  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoff };
   const client = postgres(url, { max, ...options });
   // Its own connection, opened on first use: postgres.js lets a hand-sent BEGIN run only there.
   // Read-only outside a transaction: nothing sent on it can write outside BEGIN … COMMIT (pipeline.ts).

@@ -76,7 +76,9 @@ describe('balance cache (postgres)', () => {
     proxy.restore();
 
     await waitFor(async () => (await ask(proxied, user.id)) === 'ok', 'the proxied app admits after reconnecting', { timeoutMs: 15_000 });
-    expect(proxied.tc.logs.join('\n')).toContain('wallet notifications reconnected');
+    // The admission may read the new balance on a pool connection before the LISTEN connection is
+    // back (both reconnect within a second): the reconnect is awaited, not assumed to come first.
+    await waitFor(() => proxied.tc.logs.join('\n').includes('wallet notifications reconnected'), 'the LISTEN connection reconnected');
   });
 
   test('two apps spending one wallet while it is topped up: none refuses a positive balance', async () => {

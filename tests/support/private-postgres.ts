@@ -1,0 +1,128 @@
+/**
+ * A PostgreSQL cluster of the test's own, to stop, crash and restart under load without touching
+ * the machine's server on 5432 (every other test file uses that one):
+ *
+ *   const pg = await startPrivatePostgres();       // initdb in a temp dir, started on a free port
+ *   const url = await pg.createDatabase('cpd');     // postgres://postgres@127.0.0.1:PORT/cpd
+ *   await pg.stop('fast');  await pg.start();       // a clean shutdown, then up again
+ *   await pg.restart('immediate');                  // a crash (SIGQUIT to every backend), then crash recovery
+ *   await pg.close();                               // stops it and removes the directory
+ *
+ * It runs the Debian server binaries (/usr/lib/postgresql/<major>/bin, or PG_BIN). initdb and the
+ * server refuse to run as root: as root they run as the `postgres` OS user (runuser), otherwise as
+ * the current user. Trust authentication on 127.0.0.1 only, the Unix socket in the temp dir.
+ * fsync is off (a test cluster need not survive a power cut); synchronous_commit stays on, so a
+ * commit acknowledged to a client survives a crash of the server, as in production.
+ */
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+export type ShutdownMode = 'smart' | 'fast' | 'immediate';
+
+export interface PrivatePostgres {
+  port: number;
+  /** postgres://postgres@127.0.0.1:PORT */
+  url: string;
+  createDatabase(name: string): Promise<string>;
+  stop(mode: ShutdownMode): Promise<void>;
+  start(): Promise<void>;
+  restart(mode: ShutdownMode): Promise<void>;
+  /** The server's log so far (crash recovery, terminated connections). */
+  log(): Promise<string>;
+  close(): Promise<void>;
+}
+
+function binDir(): string {
+  if (process.env.PG_BIN) return process.env.PG_BIN;
+  const root = '/usr/lib/postgresql';
+  const majors = existsSync(root) ? readdirSync(root).filter((d) => existsSync(join(root, d, 'bin/pg_ctl'))) : [];
+  const newest = majors.sort((a, b) => Number(b) - Number(a))[0];
+  if (!newest) throw new Error(`no PostgreSQL server binaries under ${root} (set PG_BIN)`);
+  return join(root, newest, 'bin');
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const bin = binDir();
+  const asRoot = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'cpd-private-pg-'));
+  if (asRoot) {
+    const id = async (flag: string) => Number((await run(['id', flag, 'postgres'], false)).trim());
+    chownSync(dir, await id('-u'), await id('-g'));
+  }
+  chmodSync(dir, 0o700);
+  const data = join(dir, 'data');
+  const logFile = join(dir, 'server.log');
+
+  async function run(cmd: string[], asServerUser = true): Promise<string> {
+    const argv = asServerUser && asRoot ? ['runuser', '-u', 'postgres', '--', ...cmd] : cmd;
+    const proc = Bun.spawn(argv, {
+      cwd: dir,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+    });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`${argv.join(' ')} failed (${code}):\n${out}${err}`);
+    return out;
+  }
+
+  await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  let port = 0;
+  const options = () => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
+  const pgCtl = (...args: string[]) => run([join(bin, 'pg_ctl'), '-D', data, '-l', logFile, '-w', '-t', '60', ...args]);
+
+  // A free port can be taken between the probe and the server's bind: try a few.
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    try {
+      await pgCtl('-o', options(), 'start');
+      break;
+    } catch (err) {
+      if (attempt >= 4) {
+        rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+    }
+  }
+  const url = `postgres://postgres@127.0.0.1:${port}`;
+  let running = true;
+
+  return {
+    port,
+    url,
+    async createDatabase(name) {
+      const admin = postgres(`${url}/postgres`, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`create database "${name}"`);
+      await admin.end();
+      return `${url}/${name}`;
+    },
+    async stop(mode) {
+      await pgCtl('-m', mode, 'stop');
+      running = false;
+    },
+    async start() {
+      await pgCtl('-o', options(), 'start');
+      running = true;
+    },
+    async restart(mode) {
+      await pgCtl('-m', mode, '-o', options(), 'restart');
+      running = true;
+    },
+    log: () => Bun.file(logFile).text(),
+    async close() {
+      if (running) await pgCtl('-m', 'immediate', 'stop').catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
