@@ -4,9 +4,9 @@
  *   bare      a bare Bun.serve passthrough proxy to it (the baseline for req/s)
  *   cpd       `bun src/main.ts serve` on a PostgreSQL test database: key auth, rate limit, price,
  *             wallet admission, and the usage row + rollups + wallet debit committed before each
- *             answer ends (group commit, one round trip; USAGE_SYNCHRONOUS_COMMIT=off, the default:
- *             the commit does not wait for the WAL flush)
- *   cpd-sync  the same with USAGE_SYNCHRONOUS_COMMIT=on (each commit waits for the flush)
+ *             answer ends (group commit, one round trip; USAGE_SYNCHRONOUS_COMMIT=on, the default:
+ *             each commit waits for the WAL flush)
+ *   cpd-async the same with USAGE_SYNCHRONOUS_COMMIT=off (the commit does not wait for the flush)
  *   cpd+rules the first cpd process with a key limited to models and requests per minute
  *   cpd+spend the first cpd process with a key that has a spend limit (admitted against the process's grant of its budget)
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
@@ -31,7 +31,7 @@ import { makeApiKey } from '../tests/support/make';
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
 const STREAMS = Number(process.env.STREAMS ?? 320);
-/** TARGETS=cpd,cpd-sync runs only those (direct and bare always run: the baselines). */
+/** TARGETS=cpd,cpd-async runs only those (direct and bare always run: the baselines). */
 const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
 const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
 const root = join(import.meta.dir, '..');
@@ -176,7 +176,6 @@ async function main() {
     LOG_LEVEL: 'warn',
     DATA_DIR: tc.dataDir,
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
-    USAGE_SYNCHRONOUS_COMMIT: 'off',
   };
   // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the cpd process there.
   const prof = process.env.PROFILE_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
@@ -184,16 +183,16 @@ async function main() {
   children.push(cpdProc);
   const cpd = `http://127.0.0.1:${cpdPort}/v1`;
   await waitHttp(`http://127.0.0.1:${cpdPort}/healthz`);
-  const syncPort = await freePort();
-  const syncProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], {
+  const asyncPort = await freePort();
+  const asyncProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, ...cpdEnv, PORT: String(syncPort), USAGE_SYNCHRONOUS_COMMIT: 'on' },
+    env: { ...process.env, ...cpdEnv, PORT: String(asyncPort), USAGE_SYNCHRONOUS_COMMIT: 'off' },
     stdout: 'ignore',
     stderr: 'inherit',
   });
-  children.push(syncProc);
-  const cpdSync = `http://127.0.0.1:${syncPort}/v1`;
-  await waitHttp(`http://127.0.0.1:${syncPort}/healthz`);
+  children.push(asyncProc);
+  const cpdAsync = `http://127.0.0.1:${asyncPort}/v1`;
+  await waitHttp(`http://127.0.0.1:${asyncPort}/healthz`);
 
   const portkeyPort = await freePort();
   const portkeyProc = Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' });
@@ -206,7 +205,7 @@ async function main() {
     { name: 'direct', url: upstream, headers: {}, pid: upstreamPid },
     { name: 'bare', url: bare, headers: {}, pid: barePid },
     { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` }, pid: cpdProc.pid },
-    { name: 'cpd-sync', url: cpdSync, headers: { authorization: `Bearer ${key.key}` }, pid: syncProc.pid },
+    { name: 'cpd-async', url: cpdAsync, headers: { authorization: `Bearer ${key.key}` }, pid: asyncProc.pid },
     { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` }, pid: cpdProc.pid },
     { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` }, pid: cpdProc.pid },
     { name: 'portkey', url: portkey, headers: portkeyHeaders, pid: portkeyProc.pid },
@@ -247,14 +246,14 @@ async function main() {
     console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  stalled ${s.stalled}`);
   }
   const sd = streams.direct!;
-  for (const name of ['cpd', 'cpd-sync']) {
+  for (const name of ['cpd', 'cpd-async']) {
     const sc = streams[name];
     if (sc) console.log(`  ${name} added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms (target p99 ≤ 2 ms); added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
   }
 
   cpdProc.kill('SIGTERM');
-  syncProc.kill('SIGTERM');
-  await Promise.all([cpdProc.exited, syncProc.exited]);
+  asyncProc.kill('SIGTERM');
+  await Promise.all([cpdProc.exited, asyncProc.exited]);
   const check = await createTestContext('postgres', {}, { testDb: { ...testDb, drop: async () => {} } });
   const [row] = await check.ctx.database.query<{ n: number }>(
     (await import('drizzle-orm')).sql`select count(*)::int as n from router_usage`,

@@ -33,7 +33,7 @@ describe('loadConfig', () => {
       registration: 'open',
       trustProxy: false,
       logLevel: 'info',
-      usageSynchronousCommit: false,
+      usageSynchronousCommit: true,
     });
   });
 
