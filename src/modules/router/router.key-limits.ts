@@ -16,7 +16,7 @@ import { and, eq, gt, gte, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
-import { TokenBucketLimiter } from '../../platform/http/rate-limit';
+import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
 import { routerKeyHolds, routerUsageKeyDaily } from './router.tables';
 
 export type SpendPeriod = 'day' | 'month' | 'total';
@@ -50,7 +50,7 @@ export function periodStart(period: SpendPeriod, now: Date): Date {
 
 export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource) {
   const { db } = ctx.database;
-  /** One limiter per distinct rpm value (the limiter takes one rate); buckets are per key. */
+  /** One limiter per distinct rpm value (the limiter takes one rate); buckets are per key, shared with the other live replicas. */
   const perMinute = new Map<number, TokenBucketLimiter>();
   const toRelease: string[] = [];
   const releasing = new Set<Promise<unknown>>();
@@ -77,7 +77,7 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource) {
   function enforceRpm(keyId: string, rpm: number) {
     let limiter = perMinute.get(rpm);
     if (!limiter) {
-      limiter = new TokenBucketLimiter({ capacity: rpm, refillPerSec: rpm / 60 });
+      limiter = new TokenBucketLimiter({ capacity: rpm, refillPerSec: rpm / 60 }, () => ctx.clock.now().getTime(), DEFAULT_MAX_KEYS, ctx.replicas);
       perMinute.set(rpm, limiter);
     }
     limiter.enforce(keyId, 1, `this API key allows ${rpm} requests per minute`);

@@ -12,6 +12,7 @@ import m9 from '../../../migrations/0009_router_backends.sql' with { type: 'text
 import m10 from '../../../migrations/0010_operations.sql' with { type: 'text' };
 import m11 from '../../../migrations/0011_durable_usage.sql' with { type: 'text' };
 import m12 from '../../../migrations/0012_key_limits.sql' with { type: 'text' };
+import m13 from '../../../migrations/0013_replicas.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -28,4 +29,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0010_operations', sql: m10 },
   { name: '0011_durable_usage', sql: m11 },
   { name: '0012_key_limits', sql: m12 },
+  { name: '0013_replicas', sql: m13 },
 ];
