@@ -54,16 +54,23 @@ export function createMembership(ctx: AppContext): Membership {
 
   async function beat() {
     const now = ctx.clock.now().getTime();
-    // One round trip: the upsert and the clean-up run in the same statement as the count; the
-    // count's snapshot does not see this replica's own upsert, hence `+ 1` and `id <>`.
-    const rows = await ctx.database.query<{ others: number }>(sql`
+    // One statement: the upsert and the clean-up run with the count, whose snapshot does not see
+    // this replica's own upsert (hence `+ 1` and `id <>`). A heartbeat lost with a database crash
+    // is written again one beat later: its commit need not wait for the disk.
+    const rows = await ctx.database.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('synchronous_commit', 'off', true)`);
+      return ctx.database.query<{ others: number }>(
+        sql`
       with beat as (
         insert into ${cpdReplicas} (id, started_at, heartbeat_at) values (${id}, ${iso(now)}::timestamptz, ${iso(now)}::timestamptz)
         on conflict (id) do update set heartbeat_at = excluded.heartbeat_at
       ), forgotten as (
         delete from ${cpdReplicas} where heartbeat_at < ${iso(now - FORGET_AFTER_MS)}::timestamptz
       )
-      select count(*)::int as others from ${cpdReplicas} where id <> ${id} and heartbeat_at > ${iso(now - LIVE_AFTER_MS)}::timestamptz`);
+      select count(*)::int as others from ${cpdReplicas} where id <> ${id} and heartbeat_at > ${iso(now - LIVE_AFTER_MS)}::timestamptz`,
+        tx,
+      );
+    });
     const next = rows[0]!.others + 1;
     if (next !== live) ctx.log.info({ msg: 'live replicas changed; rate limits are shared by them', replicas: next, was: live });
     live = next;
@@ -86,7 +93,9 @@ export function createMembership(ctx: AppContext): Membership {
       }
     },
     async leave() {
-      await ctx.database.query(sql`delete from ${cpdReplicas} where id = ${id}`).catch((err) => ctx.log.warn({ err }, 'could not delete the membership row of this replica; it lapses'));
+      await ctx.database
+        .query(sql`delete from ${cpdReplicas} where id = ${id}`)
+        .catch((err) => ctx.log.warn({ err }, 'could not delete the membership row of this replica; it lapses'));
     },
   };
 }
