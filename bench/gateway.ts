@@ -4,16 +4,21 @@
  *   bare      a bare Bun.serve passthrough proxy to it (the baseline for req/s)
  *   cpd       `bun src/main.ts serve` on a PostgreSQL test database: key auth, rate limit, price,
  *             wallet admission, and the usage row + rollups + wallet debit committed before each
- *             answer ends (group commit, USAGE_SYNCHRONOUS_COMMIT=on: each commit waits for the WAL flush)
- *   cpd-async the same with USAGE_SYNCHRONOUS_COMMIT=off (the commit does not wait for the flush)
+ *             answer ends (group commit, one round trip; USAGE_SYNCHRONOUS_COMMIT=off, the default:
+ *             the commit does not wait for the WAL flush)
+ *   cpd-sync  the same with USAGE_SYNCHRONOUS_COMMIT=on (each commit waits for the flush)
  *   cpd+rules the first cpd process with a key limited to models and requests per minute
  *   cpd+spend the first cpd process with a key that has a spend limit (a hold in the database per request)
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
  * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
- * ratio cpd ÷ bare; SSE added time-to-first-byte and inter-chunk gap with 512 concurrent streams,
- * and stalled streams; the added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms; req/s at c=64 ≥ 0.5 × bare; zero stalled.
+ * ratio ÷ bare; each server process's CPU time per request (from /proc, so a loaded machine
+ * inflates it far less than latency) and its ratio to the bare proxy's; SSE added
+ * time-to-first-byte and inter-chunk gap with STREAMS concurrent streams, and stalled streams; the
+ * added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms
+ * (issue 18: 0.3 ms, p99 1 ms); req/s at c=64 ≥ 0.5 × bare (0.6); added TTFB p99 ≤ 2 ms; zero stalled.
  *
- *   bun bench/gateway.ts          (N1=2000 N64=20000 to change the request counts;
+ *   bun bench/gateway.ts          (N1=2000 N64=20000 STREAMS=320 to change the counts;
+ *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
  */
 import { createServer } from 'node:net';
@@ -25,7 +30,10 @@ import { makeApiKey } from '../tests/support/make';
 
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
-const STREAMS = 512;
+const STREAMS = Number(process.env.STREAMS ?? 320);
+/** TARGETS=cpd,cpd-sync runs only those (direct and bare always run: the baselines). */
+const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
+const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
 const root = join(import.meta.dir, '..');
 const children: Array<ReturnType<typeof Bun.spawn>> = [];
 
@@ -44,13 +52,13 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function spawnLine(cmd: string[], env: Record<string, string> = {}): Promise<string> {
+async function spawnLine(cmd: string[], env: Record<string, string> = {}): Promise<{ line: string; pid: number }> {
   const proc = Bun.spawn(cmd, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' });
   children.push(proc);
   const reader = proc.stdout.getReader();
   const { value } = await reader.read();
   reader.releaseLock();
-  return new TextDecoder().decode(value).trim().split('\n')[0]!;
+  return { line: new TextDecoder().decode(value).trim().split('\n')[0]!, pid: proc.pid };
 }
 
 async function waitHttp(url: string, init: RequestInit = {}) {
@@ -70,12 +78,22 @@ interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** The server process behind it, for its CPU time per request (machine load does not inflate it as it does latency). */
+  pid: number;
+}
+
+/** User + system CPU time of a process so far, in ms. */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
 const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
 
 async function load(t: Target, n: number, concurrency: number) {
   const lat: number[] = [];
+  const cpu0 = await cpuMs(t.pid);
   let next = 0;
   let failed = 0;
   const started = performance.now();
@@ -92,7 +110,8 @@ async function load(t: Target, n: number, concurrency: number) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed };
+  const cpuPerRequest = ((await cpuMs(t.pid)) - cpu0) / n;
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed, cpuPerRequest };
 }
 
 async function sse(t: Target) {
@@ -131,8 +150,8 @@ async function sse(t: Target) {
 }
 
 async function main() {
-  const upstream = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
-  const bare = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream]);
+  const { line: upstream, pid: upstreamPid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
+  const { line: bare, pid: barePid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream]);
 
   // cpd's data, written through its own services into a fresh PostgreSQL database.
   const testDb = await createTestDatabase('postgres');
@@ -157,6 +176,7 @@ async function main() {
     LOG_LEVEL: 'warn',
     DATA_DIR: tc.dataDir,
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
+    USAGE_SYNCHRONOUS_COMMIT: 'off',
   };
   // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the cpd process there.
   const prof = process.env.PROFILE_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
@@ -164,16 +184,16 @@ async function main() {
   children.push(cpdProc);
   const cpd = `http://127.0.0.1:${cpdPort}/v1`;
   await waitHttp(`http://127.0.0.1:${cpdPort}/healthz`);
-  const asyncPort = await freePort();
-  const asyncProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], {
+  const syncPort = await freePort();
+  const syncProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, ...cpdEnv, PORT: String(asyncPort), USAGE_SYNCHRONOUS_COMMIT: 'off' },
+    env: { ...process.env, ...cpdEnv, PORT: String(syncPort), USAGE_SYNCHRONOUS_COMMIT: 'on' },
     stdout: 'ignore',
     stderr: 'inherit',
   });
-  children.push(asyncProc);
-  const cpdAsync = `http://127.0.0.1:${asyncPort}/v1`;
-  await waitHttp(`http://127.0.0.1:${asyncPort}/healthz`);
+  children.push(syncProc);
+  const cpdSync = `http://127.0.0.1:${syncPort}/v1`;
+  await waitHttp(`http://127.0.0.1:${syncPort}/healthz`);
 
   const portkeyPort = await freePort();
   const portkeyProc = Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' });
@@ -182,15 +202,16 @@ async function main() {
   const portkeyHeaders = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream };
   await waitHttp(`${portkey}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...portkeyHeaders }, body });
 
-  const targets: Target[] = [
-    { name: 'direct', url: upstream, headers: {} },
-    { name: 'bare', url: bare, headers: {} },
-    { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` } },
-    { name: 'cpd-async', url: cpdAsync, headers: { authorization: `Bearer ${key.key}` } },
-    { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` } },
-    { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` } },
-    { name: 'portkey', url: portkey, headers: portkeyHeaders },
+  const all: Target[] = [
+    { name: 'direct', url: upstream, headers: {}, pid: upstreamPid },
+    { name: 'bare', url: bare, headers: {}, pid: barePid },
+    { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` }, pid: cpdProc.pid },
+    { name: 'cpd-sync', url: cpdSync, headers: { authorization: `Bearer ${key.key}` }, pid: syncProc.pid },
+    { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` }, pid: cpdProc.pid },
+    { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` }, pid: cpdProc.pid },
+    { name: 'portkey', url: portkey, headers: portkeyHeaders, pid: portkeyProc.pid },
   ];
+  const targets = all.filter((t) => !only || only.has(t.name));
   const streamTargets = targets.filter((t) => !t.name.startsWith('cpd+'));
   for (const t of targets) await load(t, 500, 16); // warm-up: JIT, pools, caches
 
@@ -205,12 +226,17 @@ async function main() {
     for (const t of targets) {
       const r = results[t.name]!;
       const added = t.name === 'direct' ? '' : `  added p50 ${f2(r.p50 - d.p50)} ms, p99 ${f2(r.p99 - d.p99)} ms`;
-      console.log(`  ${t.name.padEnd(10)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  failed ${r.failed}${added}`);
+      const cpu = `cpu ${f2(r.cpuPerRequest)} ms/req`;
+      console.log(`  ${t.name.padEnd(10)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  ${cpu}  failed ${r.failed}${added}`);
     }
     for (const limited of ['cpd+rules', 'cpd+spend'])
-      console.log(`  key limits (${limited}) added p50 over the plain key: ${f2(results[limited]!.p50 - results.cpd!.p50)} ms${c === 1 ? ' (target ≤ 0.35 ms)' : ''}`);
+      if (results[limited] && results.cpd)
+        console.log(`  key limits (${limited}) added p50 over the plain key: ${f2(results[limited]!.p50 - results.cpd.p50)} ms${c === 1 ? ' (target ≤ 0.35 ms)' : ''}`);
+    const others = targets.filter((t) => t.name !== 'direct' && t.name !== 'bare' && !t.name.startsWith('cpd+'));
     const ratio = (name: string) => (results[name]!.rps / results.bare!.rps).toFixed(2);
-    console.log(`  req/s ÷ bare proxy: cpd ${ratio('cpd')}, cpd-async ${ratio('cpd-async')} (target at c=64 ≥ 0.5); portkey ${ratio('portkey')}`);
+    const cpuRatio = (name: string) => (results[name]!.cpuPerRequest / results.bare!.cpuPerRequest).toFixed(1);
+    console.log(`  req/s ÷ bare proxy: ${others.map((t) => `${t.name} ${ratio(t.name)}`).join(', ')} (target at c=64 ≥ 0.5, issue 18: ≥ 0.6)`);
+    console.log(`  server CPU per request ÷ bare proxy's: ${others.map((t) => `${t.name} ${cpuRatio(t.name)}×`).join(', ')}`);
   }
 
   console.log(`\nSSE, ${STREAMS} concurrent streams of 20 chunks 10 ms apart`);
@@ -221,12 +247,14 @@ async function main() {
     console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  stalled ${s.stalled}`);
   }
   const sd = streams.direct!;
-  const sc = streams.cpd!;
-  console.log(`  cpd added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms; added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
+  for (const name of ['cpd', 'cpd-sync']) {
+    const sc = streams[name];
+    if (sc) console.log(`  ${name} added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms (target p99 ≤ 2 ms); added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
+  }
 
   cpdProc.kill('SIGTERM');
-  asyncProc.kill('SIGTERM');
-  await Promise.all([cpdProc.exited, asyncProc.exited]);
+  syncProc.kill('SIGTERM');
+  await Promise.all([cpdProc.exited, syncProc.exited]);
   const check = await createTestContext('postgres', {}, { testDb: { ...testDb, drop: async () => {} } });
   const [row] = await check.ctx.database.query<{ n: number }>(
     (await import('drizzle-orm')).sql`select count(*)::int as n from router_usage`,

@@ -72,7 +72,10 @@ export interface Config {
   admissionDefaultMaxTokens: number;
   /** How long a wallet grant lives unless its process renews it (WALLET_GRANT_TTL). */
   walletGrantTtlMs: number;
-  /** Whether a usage commit waits for PostgreSQL's WAL flush (USAGE_SYNCHRONOUS_COMMIT, default on). */
+  /**
+   * Whether a usage commit waits for PostgreSQL's WAL flush (USAGE_SYNCHRONOUS_COMMIT, default off:
+   * an acknowledged commit is in PostgreSQL's WAL buffers, so no death of cpd can lose it; docs/gateway.md, "Writes").
+   */
   usageSynchronousCommit: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   router: RouterSettings;
@@ -239,7 +242,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     imageTokens: number('IMAGE_TOKENS', get('IMAGE_TOKENS') ?? '1500', { min: 1, integer: true }),
     admissionDefaultMaxTokens: number('ADMISSION_DEFAULT_MAX_TOKENS', get('ADMISSION_DEFAULT_MAX_TOKENS') ?? '4096', { min: 1, integer: true }),
     walletGrantTtlMs: parseDuration('WALLET_GRANT_TTL', get('WALLET_GRANT_TTL') ?? '30s'),
-    usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
+    usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'off', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     router: routerSettings(get, routes, modelBackends),
     gateway: {

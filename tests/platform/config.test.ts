@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       registration: 'open',
       trustProxy: false,
       logLevel: 'info',
+      usageSynchronousCommit: false,
     });
   });
 

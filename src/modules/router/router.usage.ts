@@ -1,8 +1,8 @@
 /**
  * The usage writer: a request's usage row and its wallet debit commit before its answer ends.
  * Rows go through platform/db's batch writer (group commit: the rows of the requests finishing
- * together share one transaction, each request awaiting its batch). One transaction per batch
- * inserts the rows (a replayed id inserts nothing), adds the rows it inserted into the hourly and
+ * together share one transaction, each request awaiting its batch). One transaction per batch,
+ * sent in one round trip on PostgreSQL (platform/db's pipelined transaction), inserts the rows (a replayed id inserts nothing), adds the rows it inserted into the hourly and
  * daily rollups, records one `usage` ledger entry per billed row (idempotent on `usage:<row id>`)
  * and lowers this process's wallet grants by what was spent. A row that cannot be written is kept
  * in router_usage_set_aside with the reason, and the others are written. Writes lock wallets and
@@ -130,7 +130,9 @@ export function createUsageWriter(
   const currency = ctx.config.currency;
 
   async function write(batch: UsageRecord[]): Promise<void> {
-    const { grants, committed } = await database.db.transaction(async (tx) => {
+    // One round trip on PostgreSQL (platform/db's pipelined): every statement below is issued
+    // before the first await, as that requires.
+    const { grants, committed } = await database.pipelined(async (tx) => {
       // One ledger entry per billed request, so a user can match each entry to its request.
       const debits = batch
         .filter((r) => r.userId && r.costMicros > 0n)

@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
+import { createPipeline } from './pipeline';
 import { pgliteAssets } from './pglite-assets';
 import { lockEmbeddedDatabase } from './pglite-lock';
 
@@ -26,6 +27,13 @@ export interface Database {
    * re-planning a hot ledger statement per call cost a third of its throughput (bench/ledger.ts).
    */
   prepared<T = Record<string, unknown>>(text: string, params: string[], on?: DbOrTx): Promise<T[]>;
+  /**
+   * Runs `fn` as one transaction. On PostgreSQL it is sent in one round trip (BEGIN, the
+   * statements, COMMIT written together; pipeline.ts): `fn` must issue every statement of the
+   * transaction with `prepared(…, on)` before its first await completes. On PGlite (in-process,
+   * no round trips to save) it is an ordinary transaction.
+   */
+  pipelined<T>(fn: (on: DbOrTx) => Promise<T>): Promise<T>;
   /**
    * Subscribe to a PostgreSQL NOTIFY channel; resolves once listening. Returns unsubscribe.
    * `onListen` runs every time the subscription is (re)established, the first time included:
@@ -76,21 +84,30 @@ function drizzleQueries(db: Db): Pick<Database, 'db' | 'query' | 'notify'> {
 }
 
 function openPostgres(url: string, max: number): Database {
-  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 });
+  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60 };
+  const client = postgres(url, { max, ...options });
+  // Its own connection, opened on first use: postgres.js lets a hand-sent BEGIN run only there.
+  // Read-only outside a transaction: nothing sent on it can write outside BEGIN … COMMIT (pipeline.ts).
+  const pipeline = createPipeline((onclose) => postgres(url, { max: 1, ...options, onclose, connection: { default_transaction_read_only: true } }));
   return {
     kind: 'postgres',
     ...drizzleQueries(drizzlePostgres(client) as unknown as Db),
     async prepared(text, params, on) {
+      const recorded = on && pipeline.record(text, params, on);
+      if (recorded) return (await recorded) as never[];
       const sqlClient = on ? driverOf<postgres.Sql>(on) : client;
       return (await sqlClient.unsafe(text, params, { prepare: true })) as never[];
     },
+    pipelined: (fn) => pipeline.run(fn),
     async listen(channel, onPayload, onListen) {
       // postgres.js reconnects the LISTEN connection by itself and calls onListen after each LISTEN.
       const sub = await client.listen(channel, onPayload, onListen);
       return () => sub.unlisten();
     },
     ping: (timeoutMs) => pingWith(() => client`select 1`, timeoutMs),
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), pipeline.close()]);
+    },
   };
 }
 
@@ -112,11 +129,13 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     unlock();
     throw err;
   }
+  const db = drizzlePglite(pg) as unknown as Db;
   return {
     kind: 'pglite',
-    ...drizzleQueries(drizzlePglite(pg) as unknown as Db),
+    ...drizzleQueries(db),
     // PGlite runs in-process: nothing to prepare, only the transaction's handle to use.
     prepared: async (text, params, on) => (await (on ? driverOf<PGlite>(on) : pg).query(text, params)).rows as never[],
+    pipelined: (fn) => db.transaction(fn),
     // In-process: the subscription never drops, so onListen runs once.
     async listen(channel, onPayload, onListen) {
       const unlisten = await pg.listen(channel, onPayload);
