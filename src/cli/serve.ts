@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { isLoopbackUrl, loadConfig } from '../config';
+import { joinMembership } from '../modules/replicas';
 import { ensureWritableDir } from '../platform/context-factory';
 import { FatalError, parseCommand } from './args';
 import { migrateForCommand, openForCommand } from './database';
@@ -43,6 +44,8 @@ export async function serveCommand(argv: string[]) {
   }
   const applied = migration.names;
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
+  // Replicas on one PostgreSQL share every rate limit; the embedded database has one process.
+  if (config.databaseUrl) ctx.replicas = await joinMembership(ctx);
   const { app, services } = await buildApp(ctx);
   try {
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.

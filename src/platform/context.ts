@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { Clock } from './clock';
 import type { Database } from './db';
+import type { ReplicaCount } from './http/rate-limit';
 import type { Logger } from './logger';
 import type { MetricsRegistry } from './metrics/registry';
 
@@ -17,6 +18,11 @@ export interface AppContext {
   clock: Clock;
   /** Prometheus registry every module adds its metrics to (GET /metrics). */
   metrics: MetricsRegistry;
+  /**
+   * The live replicas of this site, which share every rate limit (`cpd serve` on PostgreSQL keeps
+   * it with a heartbeat, modules/replicas). Absent: this process is alone (tests, CLI commands).
+   */
+  replicas?: ReplicaCount;
   /** Register a closer run at graceful shutdown, in reverse order of registration. */
   onShutdown(fn: () => Promise<void> | void): void;
 }

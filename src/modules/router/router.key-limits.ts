@@ -19,7 +19,7 @@ import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { TokenBucketLimiter } from '../../platform/http/rate-limit';
+import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
 import { type GrantSource, type Ticket, createAdmission } from './router.admission';
 import { type KeyBudget, createKeyGrants } from './router.key-grants';
 import { routerUsageKeyDaily } from './router.tables';
@@ -59,7 +59,7 @@ export function periodStart(period: SpendPeriod, now: Date): Date {
 
 export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts: KeyLimitsOptions) {
   const { db } = ctx.database;
-  /** One limiter per distinct rpm value (the limiter takes one rate); buckets are per key. */
+  /** One limiter per distinct rpm value (the limiter takes one rate); buckets are per key, shared with the other live replicas. */
   const perMinute = new Map<number, TokenBucketLimiter>();
   const grants = createKeyGrants(ctx);
   /** The limit and period each key's local grant is a share of (set at admission, before any question). */
@@ -93,7 +93,7 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   function enforceRpm(keyId: string, rpm: number) {
     let limiter = perMinute.get(rpm);
     if (!limiter) {
-      limiter = new TokenBucketLimiter({ capacity: rpm, refillPerSec: rpm / 60 });
+      limiter = new TokenBucketLimiter({ capacity: rpm, refillPerSec: rpm / 60 }, () => ctx.clock.now().getTime(), DEFAULT_MAX_KEYS, ctx.replicas);
       perMinute.set(rpm, limiter);
     }
     limiter.enforce(keyId, 1, `this API key allows ${rpm} requests per minute`);

@@ -4,6 +4,12 @@
  * are swept, and past `maxKeys` the least recently used bucket is dropped (a flood of new
  * identifiers or addresses cannot grow the map without limit; a dropped bucket starts full again,
  * which only forgives the quietest key).
+ *
+ * Replicas share each limit: with N live replicas (the membership heartbeat, modules/replicas)
+ * every bucket holds `capacity ÷ N` and refills `refillPerSec ÷ N`, so N replicas behind a
+ * balancer that spreads each client over them admit the configured limit in total, while the
+ * request path stays in memory. Tokens are kept in units of the whole limit and a request takes N
+ * of them: the same bound, and a bucket keeps how full it is when N changes (it rescales).
  */
 import { AppError } from '../errors';
 import { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../limits';
@@ -12,6 +18,12 @@ export { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../lim
 
 /** Keys held per limiter before the least recently used one is dropped (about 10 MB at most). */
 export const DEFAULT_MAX_KEYS = 100_000;
+
+/** How many replicas share every limit now; a process without a membership is alone. */
+export interface ReplicaCount {
+  readonly live: number;
+}
+export const ALONE: ReplicaCount = { live: 1 };
 
 export class TokenBucketLimiter {
   /** Map order is recency order: a key touched is moved to the end, eviction takes the first. */
@@ -22,7 +34,21 @@ export class TokenBucketLimiter {
     readonly limit: RateLimit,
     private readonly now: () => number = () => performance.now(),
     private readonly maxKeys = DEFAULT_MAX_KEYS,
+    private readonly replicas: ReplicaCount = ALONE,
   ) {}
+
+  /** This replica's part of a request: N tokens of the whole limit. */
+  private get parts(): number {
+    return Math.max(1, this.replicas.live);
+  }
+
+  /**
+   * The bucket's size in units of the whole limit: the limit, but at least one request per
+   * replica (a limit smaller than the replica count cannot be split; each replica then admits one).
+   */
+  private get capacity(): number {
+    return Math.max(this.limit.capacity, this.parts);
+  }
 
   /** How many keys are held now (for the memory bound's test). */
   get size(): number {
@@ -33,18 +59,20 @@ export class TokenBucketLimiter {
   take(key: string, cost = 1): number {
     const now = this.now();
     this.sweep(now);
-    const { capacity, refillPerSec } = this.limit;
+    const { capacity, parts } = this;
+    const { refillPerSec } = this.limit;
+    const need = cost * parts;
     const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
     bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * refillPerSec);
     bucket.at = now;
     this.buckets.delete(key);
     this.buckets.set(key, bucket);
     if (this.buckets.size > this.maxKeys) this.buckets.delete(this.buckets.keys().next().value!);
-    if (bucket.tokens >= cost) {
-      bucket.tokens -= cost;
+    if (bucket.tokens >= need) {
+      bucket.tokens -= need;
       return 0;
     }
-    return Math.max(1, Math.ceil((cost - bucket.tokens) / refillPerSec));
+    return Math.max(1, Math.ceil((need - bucket.tokens) / refillPerSec));
   }
 
   /** Throws AppError('rate_limited') with Retry-After when `key` is over its limit. */
@@ -56,27 +84,28 @@ export class TokenBucketLimiter {
   /** Gives back `cost` tokens taken for `key` (a login that succeeded is not held against it). */
   refund(key: string, cost = 1): void {
     const bucket = this.buckets.get(key);
-    if (bucket) bucket.tokens = Math.min(this.limit.capacity, bucket.tokens + cost);
+    if (bucket) bucket.tokens = Math.min(this.capacity, bucket.tokens + cost * this.parts);
   }
 
   private sweep(now: number) {
     if (now - this.lastSweep < 60_000) return;
     this.lastSweep = now;
-    const fullAfterMs = (this.limit.capacity / this.limit.refillPerSec) * 1000;
+    const fullAfterMs = (this.capacity / this.limit.refillPerSec) * 1000;
     for (const [key, b] of this.buckets) if (now - b.at > fullAfterMs) this.buckets.delete(key);
   }
 }
 
 /**
  * A limiter for one named limit, honouring RATE_LIMITS overrides in `config.rateLimits` and
- * reading time from the app clock (tests advance it instead of sleeping).
+ * reading time from the app clock (tests advance it instead of sleeping) and sharing it with the
+ * other live replicas (`ctx.replicas`; alone without one).
  *   const downloads = namedLimiter(ctx, 'download');  downloads.enforce(caller.keyId ?? caller.userId);
  */
 export function namedLimiter(
-  ctx: { config: { rateLimits: Partial<Record<LimitName, RateLimit>> }; clock: { now(): Date } },
+  ctx: { config: { rateLimits: Partial<Record<LimitName, RateLimit>> }; clock: { now(): Date }; replicas?: ReplicaCount },
   name: LimitName,
 ): TokenBucketLimiter {
-  return new TokenBucketLimiter(ctx.config.rateLimits[name] ?? namedLimits[name], () => ctx.clock.now().getTime());
+  return new TokenBucketLimiter(ctx.config.rateLimits[name] ?? namedLimits[name], () => ctx.clock.now().getTime(), DEFAULT_MAX_KEYS, ctx.replicas);
 }
 
 /** Every named limiter at once: `const limiters = createLimiters(ctx); limiters.gateway.enforce(keyId)`. */
