@@ -6,7 +6,7 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench migrations clean deps test-tools console release release-check release-tools
+.PHONY: run test build check lint typecheck bench soak migrations clean deps test-tools console release release-check release-tools
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
 # cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
@@ -89,6 +89,10 @@ lint: $(DEPS_STAMP)
 
 bench: build
 	$(BUN) run bench/run.ts
+
+# Ten minutes at c=64 on the built binary, the server's RSS sampled (not part of bench: too long).
+soak: build
+	$(BUN) run bench/soak.ts
 
 # After changing a *.tables.ts: generate SQL with drizzle-kit and embed it in the binary.
 migrations: $(DEPS_STAMP)

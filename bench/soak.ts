@@ -1,0 +1,164 @@
+/**
+ * Soak (issue 18): the built binary `dist/cpd serve` on PostgreSQL, proxying to the fake OpenAI
+ * upstream (bench/support/gateway-peer.ts), under 64 concurrent keep-alive clients for
+ * SOAK_SECONDS (default 600); one request in 10 streams (20 chunks 10 ms apart), the others are
+ * plain completions, each answered only after its usage row, rollups and wallet debit are
+ * committed. The server's resident set (VmRSS from /proc/<pid>/status) is sampled every
+ * SAMPLE_SECONDS (default 5). After WARMUP_SECONDS (default 60: JIT, connection pools, caches
+ * filled) the resident set must stop growing: reported are RSS at the end of warm-up, at the end,
+ * the peak, and the least-squares slope over the samples after warm-up in MB per minute.
+ * Target: end − warm-up ≤ 10% of the warm-up RSS and slope ≤ 0.5 MB/min.
+ *
+ * Not part of `make bench` (it takes ten minutes): `make soak`.
+ *   bun bench/soak.ts           (SOAK_SECONDS=600 CONNECTIONS=64; CPD_BINARY=path for another build)
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp } from '../src/app';
+import { createTestContext } from '../tests/support/app';
+import { baseEnv, ensureBuilt } from '../tests/support/binary';
+import { createTestDatabase } from '../tests/support/db';
+import { makeApiKey } from '../tests/support/make';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
+const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
+const SAMPLE = Number(process.env.SAMPLE_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
+const root = join(import.meta.dir, '..');
+const children: Array<ReturnType<typeof Bun.spawn>> = [];
+
+/** The process's resident set in bytes, from the kernel's own accounting. */
+function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (!kb) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(kb) * 1024;
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: Array<{ x: number; y: number }>): number {
+  const n = points.length;
+  const mx = points.reduce((s, p) => s + p.x, 0) / n;
+  const my = points.reduce((s, p) => s + p.y, 0) / n;
+  const num = points.reduce((s, p) => s + (p.x - mx) * (p.y - my), 0);
+  const den = points.reduce((s, p) => s + (p.x - mx) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function spawnLine(cmd: string[]): Promise<string> {
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: 'pipe', stderr: 'inherit' });
+  children.push(proc);
+  const reader = proc.stdout.getReader();
+  const { value } = await reader.read();
+  reader.releaseLock();
+  return new TextDecoder().decode(value).trim().split('\n')[0]!;
+}
+
+async function main() {
+  const binary = await ensureBuilt();
+  const upstream = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
+
+  // The key and the wallet, written through cpd's own services into a fresh PostgreSQL database.
+  const testDb = await createTestDatabase('postgres');
+  const tc = await createTestContext('postgres', { LOG_LEVEL: 'warn' }, { testDb });
+  const { services } = await buildApp(tc.ctx);
+  await services.pricing.setModelPrices([{ slug: 'bench', unit: 'per_million_tokens', price: 0.5 }]);
+  const user = await services.accounts.createUser({ email: 'soak@example.com', password: 'soak-password' });
+  const { key } = await makeApiKey({ services }, user.id);
+  await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000_000_000n, reference: 'soak', description: 'soak funds' });
+  await tc.close();
+
+  const cwd = mkdtempSync(join(tmpdir(), 'cpd-bench-soak-'));
+  const port = await freePort();
+  const cpd = Bun.spawn([binary, 'serve'], {
+    cwd,
+    env: {
+      ...baseEnv(),
+      DATABASE_URL: testDb.url!,
+      DATA_DIR: join(cwd, 'data'),
+      MODEL_BACKENDS: `bench=${upstream}`,
+      RATE_LIMITS: 'gateway=100000000/1s',
+      LOG_LEVEL: 'warn',
+      SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
+      PORT: String(port),
+    },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  });
+  children.push(cpd);
+  const deadline = Date.now() + 60_000;
+  while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
+    if (cpd.exitCode !== null || Date.now() > deadline) throw new Error('cpd did not come up');
+    await Bun.sleep(50);
+  }
+  const url = `http://127.0.0.1:${port}/v1/chat/completions`;
+
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  const plain = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
+  const streamed = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
+  const started = performance.now();
+  const until = started + SECONDS * 1000;
+  let done = 0;
+  let failed = 0;
+  const samples: Array<{ x: number; y: number }> = [];
+  const sample = () => samples.push({ x: (performance.now() - started) / 60_000, y: rssOf(cpd.pid) });
+  sample();
+  const sampler = setInterval(sample, SAMPLE * 1000);
+  let lastReport = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async (_, lane) => {
+      for (let i = lane; performance.now() < until; i += CONNECTIONS) {
+        const res = await fetch(url, { method: 'POST', headers, body: i % 10 === 0 ? streamed : plain });
+        const text = await res.text();
+        if (res.status !== 200 || (i % 10 === 0 && !text.includes('[DONE]'))) failed++;
+        done++;
+        const elapsed = performance.now() - started;
+        if (elapsed - lastReport >= 60_000) {
+          lastReport = elapsed;
+          const last = samples.at(-1)!;
+          console.log(`  ${(elapsed / 60_000).toFixed(1)} min: ${done} requests, ${failed} failed, RSS ${mb(last.y)}`);
+        }
+      }
+    }),
+  );
+  clearInterval(sampler);
+  sample();
+  const seconds = (performance.now() - started) / 1000;
+  cpd.kill('SIGTERM');
+  const code = await cpd.exited;
+  rmSync(cwd, { recursive: true, force: true });
+  await testDb.drop();
+
+  const after = samples.filter((s) => s.x * 60 >= WARMUP);
+  const warm = after[0]!.y;
+  const end = samples.at(-1)!.y;
+  const peak = Math.max(...samples.map((s) => s.y));
+  const perMinute = slope(after) / 2 ** 20;
+  const grew = end - warm;
+  const met = grew <= warm * 0.1 && perMinute <= 0.5;
+  console.log(`soak: ${SECONDS} s at c=${CONNECTIONS} (1 in 10 streamed), ${done} requests (${(done / seconds).toFixed(0)} req/s), ${failed} failed; exit code ${code}`);
+  console.log(`  RSS at start ${mb(samples[0]!.y)}, after ${WARMUP} s warm-up ${mb(warm)}, at the end ${mb(end)} (${grew >= 0 ? '+' : ''}${mb(grew)}), peak ${mb(peak)}`);
+  console.log(`  slope after warm-up ${perMinute.toFixed(2)} MB/min over ${after.length} samples  (target: growth ≤ 10% and slope ≤ 0.5 MB/min: ${met ? 'met' : 'MISSED'})`);
+  if (failed || code !== 0) throw new Error(`${failed} failed requests; cpd exit code ${code}`);
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MB`;
+}
+
+try {
+  await main();
+} finally {
+  for (const c of children) c.kill();
+}
+process.exit(0);
