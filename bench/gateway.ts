@@ -13,11 +13,12 @@
  * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
  * ratio ÷ bare; each server process's CPU time per request (from /proc, so a loaded machine
  * inflates it far less than latency) and its ratio to the bare proxy's; SSE added
- * time-to-first-byte and inter-chunk gap with STREAMS concurrent streams, and stalled streams; the
+ * time-to-first-byte and inter-chunk gap for SERIAL_STREAMS streams one at a time and for a burst
+ * of STREAMS concurrent streams, with the server's CPU per stream, and stalled streams; the
  * added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms
  * (issue 18: 0.3 ms, p99 1 ms); req/s at c=64 ≥ 0.5 × bare (0.6); added TTFB p99 ≤ 2 ms; zero stalled.
  *
- *   bun bench/gateway.ts          (N1=2000 N64=20000 STREAMS=320 to change the counts;
+ *   bun bench/gateway.ts          (N1=2000 N64=20000 STREAMS=320 SERIAL_STREAMS=50 to change the counts;
  *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
  */
@@ -31,6 +32,7 @@ import { makeApiKey } from '../tests/support/make';
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
 const STREAMS = Number(process.env.STREAMS ?? 320);
+const SERIAL_STREAMS = Number(process.env.SERIAL_STREAMS ?? 50);
 /** TARGETS=cpd,cpd-async runs only those (direct and bare always run: the baselines). */
 const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
 const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
@@ -114,39 +116,59 @@ async function load(t: Target, n: number, concurrency: number) {
   return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed, cpuPerRequest };
 }
 
-async function sse(t: Target) {
-  const ttfb: number[] = [];
+const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
+
+/** One stream read to its end: time to its first body bytes, the gaps between reads, and whether [DONE] came. */
+async function oneStream(t: Target) {
+  const t0 = performance.now();
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), 30_000);
   const gaps: number[] = [];
-  let stalled = 0;
-  const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
+  let ttfb = Number.NaN;
+  try {
+    const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: streamBody, signal: ac.signal });
+    const reader = r.body!.getReader();
+    let last = 0;
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const now = performance.now();
+      if (last === 0) ttfb = now - t0;
+      else gaps.push(now - last);
+      last = now;
+      text += new TextDecoder().decode(value);
+    }
+    return { ttfb, gaps, stalled: !text.includes('[DONE]') };
+  } catch {
+    return { ttfb, gaps, stalled: true };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `count` streams, `concurrency` at a time (all at once when equal), after one warm-up stream (the
+ * connection, and cpd's wallet grant, which an idle wallet gives back after a second). Also the
+ * server's CPU time per stream: a burst of streams queues for that CPU, which is most of its TTFB.
+ */
+async function sse(t: Target, count: number, concurrency: number) {
+  await oneStream(t);
+  const results: Array<Awaited<ReturnType<typeof oneStream>>> = [];
+  const cpu0 = await cpuMs(t.pid);
+  let next = 0;
   await Promise.all(
-    Array.from({ length: STREAMS }, async () => {
-      const t0 = performance.now();
-      const ac = new AbortController();
-      const timer = setTimeout(() => ac.abort(), 30_000);
-      try {
-        const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: streamBody, signal: ac.signal });
-        const reader = r.body!.getReader();
-        let last = 0;
-        let text = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          const now = performance.now();
-          if (last === 0) ttfb.push(now - t0);
-          else gaps.push(now - last);
-          last = now;
-          text += new TextDecoder().decode(value);
-        }
-        if (!text.includes('[DONE]')) stalled++;
-      } catch {
-        stalled++;
-      } finally {
-        clearTimeout(timer);
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        next++;
+        results.push(await oneStream(t));
       }
     }),
   );
-  return { ttfb50: pct(ttfb, 50), ttfb99: pct(ttfb, 99), gap50: pct(gaps, 50), gap99: pct(gaps, 99), stalled };
+  const cpuPerStream = ((await cpuMs(t.pid)) - cpu0) / count;
+  const ttfb = results.map((r) => r.ttfb).filter((x) => !Number.isNaN(x));
+  const gaps = results.flatMap((r) => r.gaps);
+  return { ttfb50: pct(ttfb, 50), ttfb99: pct(ttfb, 99), gap50: pct(gaps, 50), gap99: pct(gaps, 99), stalled: results.filter((r) => r.stalled).length, cpuPerStream };
 }
 
 async function main() {
@@ -238,17 +260,22 @@ async function main() {
     console.log(`  server CPU per request ÷ bare proxy's: ${others.map((t) => `${t.name} ${cpuRatio(t.name)}×`).join(', ')}`);
   }
 
-  console.log(`\nSSE, ${STREAMS} concurrent streams of 20 chunks 10 ms apart`);
-  const streams: Record<string, Awaited<ReturnType<typeof sse>>> = {};
-  for (const t of streamTargets) {
-    streams[t.name] = await sse(t);
-    const s = streams[t.name]!;
-    console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  stalled ${s.stalled}`);
-  }
-  const sd = streams.direct!;
-  for (const name of ['cpd', 'cpd-async']) {
-    const sc = streams[name];
-    if (sc) console.log(`  ${name} added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms (target p99 ≤ 2 ms); added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
+  for (const [count, concurrency] of [
+    [SERIAL_STREAMS, 1],
+    [STREAMS, STREAMS],
+  ] as const) {
+    console.log(concurrency === 1 ? `\nSSE, ${count} streams one at a time, 20 chunks 10 ms apart` : `\nSSE, ${count} concurrent streams of 20 chunks 10 ms apart`);
+    const streams: Record<string, Awaited<ReturnType<typeof sse>>> = {};
+    for (const t of streamTargets) {
+      streams[t.name] = await sse(t, count, concurrency);
+      const s = streams[t.name]!;
+      console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms  cpu ${f2(s.cpuPerStream)} ms/stream  stalled ${s.stalled}`);
+    }
+    const sd = streams.direct!;
+    for (const name of ['bare', 'cpd', 'cpd-async', 'portkey']) {
+      const sc = streams[name];
+      if (sc) console.log(`  ${name} added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms${name.startsWith('cpd') ? ' (target p99 ≤ 2 ms)' : ''}; added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
+    }
   }
 
   cpdProc.kill('SIGTERM');

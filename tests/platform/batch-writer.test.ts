@@ -1,5 +1,6 @@
 /** platform/db's group-commit batch writer on a real database: batching, rows at fault, outages, lost acknowledgements, shutdown. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { heapStats } from 'bun:jsc';
 import { sql } from 'drizzle-orm';
 import { type Database, createBatchWriter, openDatabase } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
@@ -68,6 +69,20 @@ for (const kind of DB_KINDS) {
       expect(setAside[0]!.reason).toMatch(/out of range/);
       expect(writer.setAside).toBe(1);
       expect(lines.some((l) => l.includes('row set aside') && l.includes('p-17'))).toBe(true);
+    });
+
+    test('a batch leaves nothing behind once written: 1000 batches one after another keep no promise alive', async () => {
+      const { writer } = writerOn(t.database);
+      const promises = () => {
+        Bun.gc(true);
+        return heapStats().objectTypeCounts.Promise ?? 0;
+      };
+      await writer.add({ id: 'leak-warm', n: 0 });
+      const before = promises();
+      for (let i = 0; i < 1000; i++) expect(await writer.add({ id: `leak-${i}`, n: i })).toBe('written');
+      // Racing each write against one promise that lives until close() kept one per batch (+1000).
+      expect(promises() - before).toBeLessThan(100);
+      expect(await rowsIn(t.database, 'leak-')).toBe(1001);
     });
   });
 }
