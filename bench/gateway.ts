@@ -22,12 +22,12 @@
  *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
  */
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { buildApp } from '../src/app';
 import { createTestContext } from '../tests/support/app';
 import { createTestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
+import { freePort } from '../tests/support/ports';
 
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
@@ -44,15 +44,6 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
 };
 const f2 = (x: number) => x.toFixed(3);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function spawnLine(cmd: string[], env: Record<string, string> = {}): Promise<{ line: string; pid: number }> {
   const proc = Bun.spawn(cmd, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' });

@@ -1,14 +1,14 @@
 /**
- * `make bench`: runs every bench/*.ts except this one, one after another (benchmarks must not
- * compete for the CPU), and exits non-zero if any of them failed.
+ * `make bench`: runs every bench/*.ts except this one and the soak (ten minutes: `make soak`), one
+ * after another (benchmarks must not compete for the CPU), and exits non-zero if any of them failed.
  */
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 const dir = import.meta.dir;
-const self = basename(import.meta.path);
+const skipped = new Set([basename(import.meta.path), 'soak.ts']);
 const benches = readdirSync(dir)
-  .filter((f) => f.endsWith('.ts') && f !== self)
+  .filter((f) => f.endsWith('.ts') && !skipped.has(f))
   .sort();
 
 const failed: string[] = [];

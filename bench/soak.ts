@@ -24,7 +24,6 @@
  *   bun bench/soak.ts           (SOAK_SECONDS=600 CONNECTIONS=64 SOAK_HEAP=1; CPD_BINARY=path for another build)
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app';
@@ -32,6 +31,7 @@ import { createTestContext } from '../tests/support/app';
 import { baseEnv, ensureBuilt } from '../tests/support/binary';
 import { createTestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
+import { freePort } from '../tests/support/ports';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
@@ -58,15 +58,6 @@ function slope(points: Array<{ x: number; y: number }>): { slope: number; error:
   const residuals = points.reduce((s, p) => s + (p.y - my - b * (p.x - mx)) ** 2, 0);
   const error = n > 2 && sxx > 0 ? Math.sqrt(residuals / (n - 2) / sxx) : Number.POSITIVE_INFINITY;
   return { slope: b, error };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function spawnLine(cmd: string[]): Promise<string> {

@@ -7,22 +7,14 @@
  *   bun bench/startup.ts            (RUNS=20 for more samples; CPD=path to time another build)
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { baseEnv, ensureBuilt } from '../tests/support/binary';
 import { createEmptyPostgresDatabase } from '../tests/support/db';
+import { freePort } from '../tests/support/ports';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const work = mkdtempSync(join(tmpdir(), 'cpd-bench-startup-'));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** One start: exec → first 200 on /healthz, in milliseconds; then SIGTERM and wait for exit. */
 async function startOnce(cmd: string[], env: Record<string, string>): Promise<number> {

@@ -6,21 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from '../support/binary';
 import { createEmptyPostgresDatabase } from '../support/db';
+import { freePort } from '../support/ports';
 
 const SECRET = 'security-test-secret-0123456789abcdef0123';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Runs `cpd serve` expecting it to refuse to start: exit code and stderr. */
 async function refusedStart(env: Record<string, string>, cwd: string) {

@@ -15,10 +15,10 @@
  * commit acknowledged to a client survives a crash of the server, as in production.
  */
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { freePort } from './ports';
 
 export type ShutdownMode = 'smart' | 'fast' | 'immediate';
 
@@ -42,14 +42,6 @@ function binDir(): string {
   const newest = majors.sort((a, b) => Number(b) - Number(a))[0];
   if (!newest) throw new Error(`no PostgreSQL server binaries under ${root} (set PG_BIN)`);
   return join(root, newest, 'bin');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
