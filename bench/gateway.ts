@@ -7,6 +7,8 @@
  *             answer ends (group commit, one round trip; USAGE_SYNCHRONOUS_COMMIT=on, the default:
  *             each commit waits for the WAL flush)
  *   cpd-async the same with USAGE_SYNCHRONOUS_COMMIT=off (the commit does not wait for the flush)
+ *   cpd-journal the same with USAGE_JOURNAL=on (the usage row is appended to a local journal before
+ *             the answer ends and committed right after)
  *   cpd+rules the first cpd process with a key limited to models and requests per minute
  *   cpd+spend the first cpd process with a key that has a spend limit (admitted against the process's grant of its budget)
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
@@ -190,22 +192,22 @@ async function main() {
     DATA_DIR: tc.dataDir,
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
   };
-  // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the cpd process there.
+  // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the (first) cpd process there.
   const prof = process.env.PROFILE_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
-  const cpdProc = Bun.spawn([process.execPath, ...prof, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv }, stdout: 'ignore', stderr: 'inherit' });
-  children.push(cpdProc);
-  const cpd = `http://127.0.0.1:${cpdPort}/v1`;
-  await waitHttp(`http://127.0.0.1:${cpdPort}/healthz`);
-  const asyncPort = await freePort();
-  const asyncProc = Bun.spawn([process.execPath, 'src/main.ts', 'serve'], {
-    cwd: root,
-    env: { ...process.env, ...cpdEnv, PORT: String(asyncPort), USAGE_SYNCHRONOUS_COMMIT: 'off' },
-    stdout: 'ignore',
-    stderr: 'inherit',
-  });
-  children.push(asyncProc);
-  const cpdAsync = `http://127.0.0.1:${asyncPort}/v1`;
-  await waitHttp(`http://127.0.0.1:${asyncPort}/healthz`);
+  /** One `cpd serve` with `env` over cpdEnv, on its own port (all on one database and DATA_DIR). */
+  async function startCpd(env: Record<string, string>, flags: string[] = []): Promise<{ url: string; pid: number; proc: Bun.Subprocess }> {
+    const port = await freePort();
+    const proc = Bun.spawn([process.execPath, ...flags, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv, ...env, PORT: String(port) }, stdout: 'ignore', stderr: 'inherit' });
+    children.push(proc);
+    await waitHttp(`http://127.0.0.1:${port}/healthz`);
+    return { url: `http://127.0.0.1:${port}/v1`, pid: proc.pid, proc };
+  }
+  const cpdProcs = {
+    cpd: await startCpd({}, prof),
+    'cpd-async': await startCpd({ USAGE_SYNCHRONOUS_COMMIT: 'off' }),
+    'cpd-journal': await startCpd({ USAGE_JOURNAL: 'on' }),
+  };
+  const cpd = cpdProcs.cpd.url;
 
   const portkeyPort = await freePort();
   const portkeyProc = Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' });
@@ -217,10 +219,9 @@ async function main() {
   const all: Target[] = [
     { name: 'direct', url: upstream, headers: {}, pid: upstreamPid },
     { name: 'bare', url: bare, headers: {}, pid: barePid },
-    { name: 'cpd', url: cpd, headers: { authorization: `Bearer ${key.key}` }, pid: cpdProc.pid },
-    { name: 'cpd-async', url: cpdAsync, headers: { authorization: `Bearer ${key.key}` }, pid: asyncProc.pid },
-    { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` }, pid: cpdProc.pid },
-    { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` }, pid: cpdProc.pid },
+    ...Object.entries(cpdProcs).map(([name, p]) => ({ name, url: p.url, headers: { authorization: `Bearer ${key.key}` }, pid: p.pid })),
+    { name: 'cpd+rules', url: cpd, headers: { authorization: `Bearer ${rulesKey.key}` }, pid: cpdProcs.cpd.pid },
+    { name: 'cpd+spend', url: cpd, headers: { authorization: `Bearer ${spendKey.key}` }, pid: cpdProcs.cpd.pid },
     { name: 'portkey', url: portkey, headers: portkeyHeaders, pid: portkeyProc.pid },
   ];
   const targets = all.filter((t) => !only || only.has(t.name));
@@ -265,20 +266,19 @@ async function main() {
       console.log(`  ${t.name.padEnd(9)} TTFB p50 ${f2(s.ttfb50)} ms p99 ${f2(s.ttfb99)} ms  gap p50 ${f2(s.gap50)} ms p99 ${f2(s.gap99)} ms${cpu}  stalled ${s.stalled}`);
     }
     const sd = streams.direct!;
-    for (const name of ['bare', 'cpd', 'cpd-async', 'portkey']) {
+    for (const name of ['bare', 'cpd', 'cpd-async', 'cpd-journal', 'portkey']) {
       const sc = streams[name];
       if (sc) console.log(`  ${name} added TTFB p50 ${f2(sc.ttfb50 - sd.ttfb50)} ms, p99 ${f2(sc.ttfb99 - sd.ttfb99)} ms${name.startsWith('cpd') ? ' (target p99 ≤ 2 ms)' : ''}; added gap p50 ${f2(sc.gap50 - sd.gap50)} ms, p99 ${f2(sc.gap99 - sd.gap99)} ms; stalled ${sc.stalled}`);
     }
   }
 
-  cpdProc.kill('SIGTERM');
-  asyncProc.kill('SIGTERM');
-  await Promise.all([cpdProc.exited, asyncProc.exited]);
+  for (const p of Object.values(cpdProcs)) p.proc.kill('SIGTERM');
+  await Promise.all(Object.values(cpdProcs).map((p) => p.proc.exited));
   const check = await createTestContext('postgres', {}, { testDb: { ...testDb, drop: async () => {} } });
   const [row] = await check.ctx.database.query<{ n: number }>(
     (await import('drizzle-orm')).sql`select count(*)::int as n from router_usage`,
   );
-  console.log(`\nusage rows written by both cpd processes (every answered request): ${row!.n}`);
+  console.log(`\nusage rows written by the cpd processes (every answered request): ${row!.n}`);
   await check.close();
 }
 

@@ -77,6 +77,12 @@ export interface Config {
    * with off, a crash of the PostgreSQL server can lose the usage of answers already sent; docs/gateway.md, "Writes").
    */
   usageSynchronousCommit: boolean;
+  /**
+   * USAGE_JOURNAL (default off): on, a request's usage row is appended to a journal in DATA_DIR
+   * before its answer ends, and committed right after; the journal survives the death of cpd
+   * (docs/gateway.md, "The usage journal").
+   */
+  usageJournal: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   router: RouterSettings;
   gateway: { maxBodyBytes: number };
@@ -243,6 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admissionDefaultMaxTokens: number('ADMISSION_DEFAULT_MAX_TOKENS', get('ADMISSION_DEFAULT_MAX_TOKENS') ?? '4096', { min: 1, integer: true }),
     walletGrantTtlMs: parseDuration('WALLET_GRANT_TTL', get('WALLET_GRANT_TTL') ?? '30s'),
     usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
+    usageJournal: oneOf('USAGE_JOURNAL', get('USAGE_JOURNAL') ?? 'off', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     router: routerSettings(get, routes, modelBackends),
     gateway: {

@@ -13,7 +13,7 @@ interface Row {
   n: number;
 }
 
-function writerOn(database: Database, opts: { concurrency?: number } = {}) {
+function writerOn(database: Database, opts: { concurrency?: number; lingerMs?: number } = {}) {
   const { log, lines } = captureLogger();
   const setAside: Array<{ row: Row; reason: string }> = [];
   let writes = 0;
@@ -21,6 +21,7 @@ function writerOn(database: Database, opts: { concurrency?: number } = {}) {
     name: 'test rows',
     log,
     concurrency: opts.concurrency,
+    lingerMs: opts.lingerMs,
     async write(rows) {
       writes++;
       await database.db.transaction(async (tx) => {
@@ -55,6 +56,20 @@ for (const kind of DB_KINDS) {
       expect(outcomes.every((o) => o === 'written')).toBe(true);
       expect(await rowsIn(t.database, 'g-')).toBe(100);
       expect(writes()).toBeLessThan(10);
+    });
+
+    test('with a linger, rows added one at a time to an idle writer share one batch', async () => {
+      const { writer, writes } = writerOn(t.database, { lingerMs: 200 });
+      const outcomes: Array<Promise<string>> = [];
+      // One row per event-loop turn: without the linger, the first would start a batch on its own.
+      for (let i = 0; i < 5; i++) {
+        outcomes.push(writer.add({ id: `l-${i}`, n: i }));
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(writes()).toBe(0);
+      expect(await Promise.all(outcomes)).toEqual(Array(5).fill('written'));
+      expect(writes()).toBe(1);
+      expect(await rowsIn(t.database, 'l-')).toBe(5);
     });
 
     test('a row the column cannot hold is set aside with the reason; every other row of its batch is written', async () => {

@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       trustProxy: false,
       logLevel: 'info',
       usageSynchronousCommit: true,
+      usageJournal: false,
     });
   });
 

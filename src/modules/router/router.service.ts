@@ -9,6 +9,7 @@
  *
  * The gateway and the agents module call it; other entry points use `metering` for the same path.
  */
+import { join } from 'node:path';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../platform/context';
 import { DRAIN_DEADLINE_MS } from '../../platform/context';
@@ -140,7 +141,10 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     waitMs: settings.admissionWaitMs,
   });
   const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf, { holder, grantTtlMs: ctx.config.walletGrantTtlMs, waitMs: settings.admissionWaitMs });
-  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, keyLimits, { synchronousCommit: ctx.config.usageSynchronousCommit });
+  const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, keyLimits, {
+    synchronousCommit: ctx.config.usageSynchronousCommit,
+    journalDir: ctx.config.usageJournal ? join(ctx.config.dataDir, 'journal', 'usage') : null,
+  });
   const metrics = createRouterMetrics(ctx.metrics, ctx.config.currency, { backends: backends.list, usage: () => ({ queued: usage.queued, setAside: usage.setAside }) });
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const stopProbing = backends.startProbing();
@@ -263,7 +267,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
 
   /**
    * Commit: writes the usage row and its debit (group commit) and only then ends the wallet hold.
-   * A row that could not be written throws: an answer is never given without its bill.
+   * A row that could not be written throws: an answer is never given without its bill. With the
+   * usage journal the row is appended to it instead (surviving the death of this process) and the
+   * answer goes on; the hold still ends only at the commit, so the overspend bound is unchanged.
    */
   async function commit(a: Admitted, m: Metered): Promise<void> {
     const record: UsageRecord = {
@@ -285,6 +291,14 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       aborted: m.aborted,
       requestId: a.req.requestId ?? null,
     };
+    const journaled = usage.journaled(record);
+    if (journaled) {
+      void journaled.then((outcome) => {
+        a.ticket?.release();
+        if (outcome === 'written') metrics.metered(m.model, m.status, m.counts.prompt, m.counts.completion, m.costMicros);
+      });
+      return;
+    }
     let outcome: Awaited<ReturnType<typeof usage.record>>;
     try {
       outcome = await usage.record(record);

@@ -11,7 +11,7 @@
 import { sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
-import { type DbOrTx, type RowOutcome, createBatchWriter } from '../../platform/db';
+import { type DbOrTx, type RowOutcome, createBatchWriter, openJournal } from '../../platform/db';
 
 export interface UsageRecord {
   id: string;
@@ -52,7 +52,17 @@ export interface KeySpendHook {
 export interface UsageWriterOptions {
   /** false: commit without waiting for the WAL flush (USAGE_SYNCHRONOUS_COMMIT=off, docs/gateway.md). */
   synchronousCommit: boolean;
+  /** USAGE_JOURNAL=on: rows are journaled under this directory and answered before their commit (docs/gateway.md). */
+  journalDir?: string | null;
 }
+
+/**
+ * Rows journaled and not yet committed past which a request waits for its commit again: a database
+ * away for long must not let the backlog (and what answered requests owe) grow without bound.
+ */
+const JOURNAL_BACKLOG = 10_000;
+/** How long a journaled row waits for others before its batch is written (bench/gateway.ts, cpd-journal). */
+const JOURNAL_LINGER_MS = 5;
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -91,6 +101,27 @@ const jsonOf = (r: UsageRecord) => ({
   streamed: r.streamed,
   aborted: r.aborted,
   request_id: r.requestId,
+});
+
+/** The row back from its JSON (as the journal keeps it). */
+const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
+  id: j.id,
+  createdAt: new Date(j.created_at),
+  userId: j.user_id,
+  keyId: j.key_id,
+  entrypoint: j.entrypoint,
+  model: j.model,
+  backend: j.backend,
+  promptTokens: j.prompt_tokens,
+  completionTokens: j.completion_tokens,
+  costMicros: BigInt(j.cost_micros),
+  costUsdMicros: BigInt(j.cost_usd_micros),
+  tokensCounted: j.tokens_counted,
+  latencyMs: j.latency_ms,
+  status: j.status,
+  streamed: j.streamed,
+  aborted: j.aborted,
+  requestId: j.request_id,
 });
 
 /**
@@ -175,12 +206,42 @@ export function createUsageWriter(
     );
   }
 
-  const writer = createBatchWriter<UsageRecord>({ name: 'usage', log: ctx.log, write, setAside, describe: jsonOf, maxBatch: 256, concurrency: 1 });
+  // Journaled rows wait for nobody: their commits linger a moment to gather larger batches.
+  const writer = createBatchWriter<UsageRecord>({
+    name: 'usage',
+    log: ctx.log,
+    write,
+    setAside,
+    describe: jsonOf,
+    maxBatch: 256,
+    concurrency: 1,
+    lingerMs: opts.journalDir ? JOURNAL_LINGER_MS : 0,
+  });
+  const journal = opts.journalDir
+    ? openJournal<UsageRecord>({ dir: opts.journalDir, name: 'usage', log: ctx.log, encode: jsonOf, decode: (j) => recordOf(j as ReturnType<typeof jsonOf>), ship: (r) => writer.add(r) })
+    : null;
   return {
     /** Resolves once the row and its debit are committed ('written'), set aside, or given up at shutdown. */
     record: (r: UsageRecord): Promise<RowOutcome> => writer.add(r),
+    /**
+     * With the journal: appends the row (it now survives the death of this process) and answers
+     * the promise of its commit, which the caller need not wait for. Null when the caller must wait
+     * for the commit instead: no journal, a backlog of JOURNAL_BACKLOG rows, or a failed append.
+     */
+    journaled(r: UsageRecord): Promise<RowOutcome> | null {
+      if (!journal || journal.unshipped >= JOURNAL_BACKLOG) return null;
+      try {
+        return journal.append(r);
+      } catch (err) {
+        ctx.log.error({ err }, 'usage journal: append failed; this request waits for its commit');
+        return null;
+      }
+    },
     flush: () => writer.flush(),
-    close: (deadlineMs: number) => writer.close(deadlineMs),
+    async close(deadlineMs: number) {
+      await writer.close(deadlineMs);
+      journal?.close();
+    },
     get queued() {
       return writer.queued;
     },

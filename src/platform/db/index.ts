@@ -2,3 +2,4 @@ export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './cl
 export { migrate, type MigrateOptions, type Migration } from './migrate';
 export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } from './batch-writer';
 export { isDatabaseUnreachable } from './unreachable';
+export { openJournal, type Journal } from './journal';

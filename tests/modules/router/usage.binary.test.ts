@@ -1,10 +1,14 @@
 /**
  * Money when processes die, on `dist/cpd` and real PostgreSQL: SIGKILL at a random moment under
  * 200 concurrent requests, a locked wallet row, SIGTERM with the database away, and two and three
- * replicas spending one wallet. After each: every balance equals its ledger, every answered request
+ * replicas spending one wallet; the same deaths with the usage journal (USAGE_JOURNAL=on), where
+ * answers leave before their commit and a restart bills them. After each: every balance equals its ledger, every answered request
  * has its usage row and debit, no 402 while the balance is positive.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { buildApp } from '../../../src/app';
@@ -46,8 +50,8 @@ async function fundedKey(balanceMicros: bigint): Promise<{ userId: string; key: 
   return { userId: user.id, key };
 }
 
-async function serve(env: Record<string, string> = {}): Promise<RunningBinary> {
-  const cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1m', ...env } });
+async function serve(env: Record<string, string> = {}, cwd?: string): Promise<RunningBinary> {
+  const cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1m', ...env }, cwd });
   running.add(cpd);
   return cpd;
 }
@@ -155,6 +159,90 @@ describe('usage survives the process (binary, postgres)', () => {
   }, 120_000);
 });
 
+describe('the usage journal (binary, postgres, USAGE_JOURNAL=on)', () => {
+  const JOURNAL = { USAGE_JOURNAL: 'on' };
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'cpd-journal-e2e-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const journalFiles = () => readdirSync(join(dir, 'data/journal/usage')).filter((n) => n.endsWith('.jsonl'));
+
+  test('with the wallet row locked, answers leave before their commit; after SIGKILL a restart on the same DATA_DIR bills every one', async () => {
+    const { userId, key } = await fundedKey(1_000_000_000n);
+    const cpd = await serve(JOURNAL, dir);
+    expect(await request(cpd.url, key, 'jlock-0', false)).toBe(200);
+    await waitFor(async () => (await billedIds(userId)).size === 1, 'the first request to be committed');
+    const locker = postgres(db.url!, { max: 1, onnotice: () => {} });
+    const locked = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const holding = locker.begin(async (tx) => {
+      await tx`select 1 from wallets where user_id = ${userId} for update`;
+      locked.resolve();
+      await release.promise;
+    });
+    await locked.promise;
+    const statuses = await Promise.all(Array.from({ length: 25 }, (_, i) => request(cpd.url, key, `jlock-${i + 1}`, i % 2 === 1)));
+    // All answered while their commit waits on the lock: nothing of them is in the database yet.
+    expect(statuses).toEqual(Array(25).fill(200));
+    expect(await billedIds(userId)).toEqual(new Set(['jlock-0']));
+    expect(journalFiles().length).toBeGreaterThan(0);
+    await stop(cpd, 'SIGKILL');
+    release.resolve();
+    await holding;
+    await locker.end();
+    expect(await billedIds(userId)).toEqual(new Set(['jlock-0']));
+    // The next process on this DATA_DIR ships what the killed one journaled.
+    const next = await serve(JOURNAL, dir);
+    await waitFor(() => journalFiles().length === 0, 'the journal to be shipped');
+    const billed = await billedIds(userId);
+    expect(billed.size).toBe(26);
+    expect(await balanceOf(userId)).toBe(1_000_000_000n - 26n * REQUEST_COST);
+    await expectBooksBalanced();
+    expect(await stop(next, 'SIGTERM')).toBe(0);
+  }, 120_000);
+
+  test('SIGKILL at a random moment under 200 concurrent requests, then a restart: every answered request is billed once', async () => {
+    const { userId, key } = await fundedKey(1_000_000_000n);
+    const cpd = await serve(JOURNAL, dir);
+    up.set({ chunkDelayMs: 3, firstByteDelayMs: 2 });
+    const before = up.requests.length;
+    const ids = Array.from({ length: 200 }, (_, i) => `jkill-${i}`);
+    const results = Promise.all(ids.map((id, i) => request(cpd.url, key, id, i % 2 === 1)));
+    const moment = 20 + Math.floor(Math.random() * 150);
+    await waitFor(() => up.requests.length - before >= moment, 'requests in flight');
+    await stop(cpd, 'SIGKILL');
+    const statuses = await results;
+    const answered = ids.filter((_, i) => statuses[i] === 200);
+    const next = await serve(JOURNAL, dir);
+    await waitFor(() => journalFiles().length === 0, 'the journal to be shipped');
+    const billed = await billedIds(userId);
+    expect(answered.filter((id) => !billed.has(id))).toEqual([]);
+    expect(await balanceOf(userId)).toBe(1_000_000_000n - BigInt(billed.size) * REQUEST_COST);
+    await expectBooksBalanced();
+    expect(await stop(next, 'SIGTERM')).toBe(0);
+    up.reset();
+  }, 120_000);
+
+  test("2 replicas with the journal: the wallet goes below zero by at most one request's cost", async () => {
+    const start = 200_000n;
+    const { userId, key } = await fundedKey(start);
+    const nodes = await Promise.all([serve(JOURNAL), serve(JOURNAL)]);
+    up.set({ chunkDelayMs: 2 });
+    const statuses = await Promise.all(Array.from({ length: 60 }, (_, i) => request(nodes[i % 2]!.url, key, `jrep-${i}`, i % 2 === 1)));
+    for (const cpd of nodes) expect(await stop(cpd, 'SIGTERM')).toBe(0);
+    const served = statuses.filter((s) => s === 200).length;
+    expect(statuses.filter((s) => s !== 200 && s !== 402)).toEqual([]);
+    const balance = await balanceOf(userId);
+    expect(balance).toBe(start - BigInt(served) * REQUEST_COST);
+    expect(balance).toBeLessThanOrEqual(0n);
+    expect(balance).toBeGreaterThan(-REQUEST_COST);
+    expect((await billedIds(userId)).size).toBe(served);
+    await expectBooksBalanced();
+    up.reset();
+  }, 120_000);
+});
+
 describe('SIGTERM with the database away (binary, postgres)', () => {
   let proxy: TcpProxy;
   beforeAll(async () => {
@@ -187,6 +275,34 @@ describe('SIGTERM with the database away (binary, postgres)', () => {
     expect(notWritten).toHaveLength(30);
     expect(await billedIds(userId)).toEqual(new Set(['term-0']));
     await expectBooksBalanced();
+  }, 120_000);
+
+  test('with the journal, the requests are answered; rows not written by the deadline stay in it and the next start bills them', async () => {
+    const { userId, key } = await fundedKey(1_000_000_000n);
+    const dir = mkdtempSync(join(tmpdir(), 'cpd-journal-term-'));
+    const viaProxy = new URL(db.url!);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    const env = { DATABASE_URL: viaProxy.toString(), USAGE_JOURNAL: 'on' };
+    try {
+      const cpd = await serve(env, dir);
+      expect(await request(cpd.url, key, 'jterm-0', false)).toBe(200);
+      await waitFor(async () => (await billedIds(userId)).size === 1, 'the first request to be committed');
+      proxy.cut();
+      const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => request(cpd.url, key, `jterm-${i + 1}`, i % 2 === 1)));
+      expect(statuses).toEqual(Array(30).fill(200));
+      // Exit 1: with the database away, giving grants back does not finish within the process's deadline.
+      await stop(cpd, 'SIGTERM');
+      expect(cpd.logs().split('\n').filter((l) => l.includes('usage: row not written before shutdown'))).toHaveLength(30);
+      expect(await billedIds(userId)).toEqual(new Set(['jterm-0']));
+      proxy.restore();
+      const next = await serve(env, dir);
+      await waitFor(async () => (await billedIds(userId)).size === 31, 'the kept journal to be billed');
+      expect(await balanceOf(userId)).toBe(1_000_000_000n - 31n * REQUEST_COST);
+      await expectBooksBalanced();
+      expect(await stop(next, 'SIGTERM')).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });
 
