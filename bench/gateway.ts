@@ -193,7 +193,7 @@ async function main() {
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
   };
   // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the (first) cpd process there.
-  const prof = process.env.PROFILE_DIR ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
+  const prof = process.env.PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
   /** One `cpd serve` with `env` over cpdEnv, on its own port (all on one database and DATA_DIR). */
   async function startCpd(env: Record<string, string>, flags: string[] = []): Promise<{ url: string; pid: number; proc: Bun.Subprocess }> {
     const port = await freePort();
