@@ -190,7 +190,15 @@ export function openJournal<T>(opts: JournalOptions<T>) {
       if (current && (current.rows >= maxRows || Date.now() - current.startedAt >= maxAgeMs)) seal(current);
       if (!current) current = start();
       const file = current;
-      writeSync(file.fd, `${JSON.stringify(opts.encode(row))}\n`);
+      const line = Buffer.from(`${JSON.stringify(opts.encode(row))}\n`);
+      try {
+        const written = writeSync(file.fd, line);
+        if (written !== line.length) throw new Error(`short write to the ${opts.name} journal (${written} of ${line.length} bytes; disk full?)`);
+      } catch (err) {
+        // Nothing more goes after a torn line: a new file for the next row. This one is not journaled.
+        seal(file);
+        throw err;
+      }
       file.rows++;
       file.unsynced = true;
       return track(file, opts.ship(row));
