@@ -21,11 +21,15 @@
  * still move by a few MB with the allocator, the live heap does not unless something leaks.
  *
  * Not part of `make bench` (it takes ten minutes): `make soak`.
- *   bun bench/soak.ts           (SOAK_SECONDS=600 CONNECTIONS=64 SOAK_HEAP=1; CPD_BINARY=path for another build)
+ * Also reported: the server's open files after warm-up and at the end, and usage rows against
+ * answered requests. USAGE_JOURNAL=on runs the server with the usage journal and reports its files
+ * under load and after SIGTERM (none may be left).
+ *   bun bench/soak.ts           (SOAK_SECONDS=600 CONNECTIONS=64 SOAK_HEAP=1 USAGE_JOURNAL=on; CPD_BINARY=path for another build)
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
 import { buildApp } from '../src/app';
 import { createTestContext } from '../tests/support/app';
 import { baseEnv, ensureBuilt } from '../tests/support/binary';
@@ -38,6 +42,7 @@ const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
 const SAMPLE = Number(process.env.SAMPLE_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
 const HEAP = process.env.SOAK_HEAP === '1';
+const JOURNAL = process.env.USAGE_JOURNAL === 'on';
 const root = join(import.meta.dir, '..');
 const children: Array<ReturnType<typeof Bun.spawn>> = [];
 
@@ -98,6 +103,7 @@ async function main() {
       LOG_LEVEL: 'warn',
       SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
       PORT: String(port),
+      USAGE_JOURNAL: JOURNAL ? 'on' : 'off',
     },
     stdout: 'ignore',
     stderr: 'inherit',
@@ -119,6 +125,11 @@ async function main() {
   let failed = 0;
   const samples: Array<{ x: number; y: number }> = [];
   const sample = () => samples.push({ x: (performance.now() - started) / 60_000, y: rssOf(cpd.pid) });
+  const openFiles = () => readdirSync(`/proc/${cpd.pid}/fd`).length;
+  const journalDir = join(cwd, 'data/journal/usage');
+  const journalFiles = () => (existsSync(journalDir) ? readdirSync(journalDir).length : 0);
+  let filesAtWarm = 0;
+  const atWarm = setTimeout(() => (filesAtWarm = openFiles()), WARMUP * 1000);
   sample();
   const sampler = setInterval(sample, SAMPLE * 1000);
   const heapAtWarm = HEAP ? setTimeout(() => cpd.kill('SIGUSR2'), WARMUP * 1000) : null;
@@ -140,12 +151,17 @@ async function main() {
     }),
   );
   clearInterval(sampler);
+  clearTimeout(atWarm);
   sample();
+  const filesAtEnd = openFiles();
+  const journalAtEnd = journalFiles();
   const seconds = (performance.now() - started) / 1000;
   if (heapAtWarm) clearTimeout(heapAtWarm);
   const heaps = HEAP ? [await heapProbe(cwd, 0), await heapProbe(cwd, 1, () => cpd.kill('SIGUSR2'))] : [];
   cpd.kill('SIGTERM');
   const code = await cpd.exited;
+  const journalAfterStop = journalFiles();
+  const [usage] = await testDb.database.query<{ n: number }>(sql`select count(*)::int as n from router_usage`);
   rmSync(cwd, { recursive: true, force: true });
   await testDb.drop();
 
@@ -162,6 +178,8 @@ async function main() {
   console.log(`soak: ${SECONDS} s at c=${CONNECTIONS} (1 in 10 streamed), ${done} requests (${(done / seconds).toFixed(0)} req/s), ${failed} failed; exit code ${code}`);
   console.log(`  RSS at start ${mb(samples[0]!.y)}, peak ${mb(peak)}; after ${WARMUP} s warm-up, each minute's lowest sample: ${troughs.map((t) => mb(t.y)).join(', ')}`);
   console.log(`  troughs: first ${mb(first)}, last ${mb(last)} (${grew >= 0 ? '+' : ''}${mb(grew)}), slope ${perMinute.toFixed(2)} ± ${error.toFixed(2)} MB/min  (target: growth ≤ 10%, slope ≤ 0.5 MB/min or ≤ 2 standard errors: ${met ? 'met' : 'MISSED'})`);
+  console.log(`  open files of the server: ${filesAtWarm} after warm-up, ${filesAtEnd} at the end; usage rows ${usage!.n} for ${done - failed} answered requests`);
+  if (JOURNAL) console.log(`  usage journal (USAGE_JOURNAL=on): ${journalAtEnd} files under load at the end, ${journalAfterStop} after SIGTERM`);
   if (heaps.length === 2) {
     const [warmHeap, endHeap] = heaps as [HeapProbe, HeapProbe];
     const types = Object.keys({ ...warmHeap.counts, ...endHeap.counts });
@@ -174,6 +192,7 @@ async function main() {
     console.log(`  object types that grew most: ${grew.map((x) => `${x.t} +${x.d}`).join(', ') || 'none'}`);
   }
   if (failed || code !== 0) throw new Error(`${failed} failed requests; cpd exit code ${code}`);
+  if (usage!.n !== done || journalAfterStop !== 0) throw new Error(`${usage!.n} usage rows for ${done} answered requests; ${journalAfterStop} journal files left`);
 }
 
 interface HeapProbe {
