@@ -37,7 +37,7 @@ const ids = async (prefix: string) =>
 const files = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
 
 /** A journal in `dir` shipping through a batch writer into j_rows; `ship` may override the outcome. */
-function journalIn(dir: string, opts: { ship?: (row: Row, write: () => Promise<RowOutcome>) => Promise<RowOutcome>; sweepEveryMs?: number } = {}) {
+function journalIn(dir: string, opts: { ship?: (row: Row, write: () => Promise<RowOutcome>) => Promise<RowOutcome>; sweepEveryMs?: number; maxFileRows?: number } = {}) {
   const { log, lines } = captureLogger();
   const writer = createBatchWriter<Row>({
     name: 'rows',
@@ -55,6 +55,7 @@ function journalIn(dir: string, opts: { ship?: (row: Row, write: () => Promise<R
     decode: (v) => v as Row,
     ship: (r) => (opts.ship ? opts.ship(r, () => writer.add(r)) : writer.add(r)),
     maxFileAgeMs: 20,
+    maxFileRows: opts.maxFileRows,
     syncEveryMs: 10,
     sweepEveryMs: opts.sweepEveryMs,
   });
@@ -80,6 +81,34 @@ describe('journal ahead of the database (postgres)', () => {
     expect(journal.unshipped).toBe(0);
     await waitFor(() => files(dir).length === 0, 'the written file to be deleted');
     journal.close();
+  });
+
+  test('while rows wait for the database, files roll over by rows only (bounded), then are all deleted once written', async () => {
+    const dir = join(root, 'rollover');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const { journal } = journalIn(dir, {
+      maxFileRows: 3,
+      ship: async (_, write) => {
+        await held;
+        return write();
+      },
+    });
+    const shipped = Array.from({ length: 10 }, (_, i) => journal.append({ id: `r-${i}`, n: i }));
+    expect(files(dir)).toHaveLength(4);
+    // A later sweep (the one below, from a second journal on the directory) proves time passed; still four files.
+    const other = journalIn(dir, { sweepEveryMs: 20 });
+    writeFileSync(join(dir, '1700000000004-00000000000000aa.jsonl'), '{"id":"r-gone","n":0}\n');
+    await waitFor(async () => (await ids('r-gone')).length === 1, 'a sweep of the other journal');
+    // The last file is older than maxFileAgeMs, but holds rows not yet written: the next row goes into it.
+    shipped.push(journal.append({ id: 'r-10', n: 10 }));
+    expect(files(dir)).toHaveLength(4);
+    release();
+    expect(await Promise.all(shipped)).toEqual(Array(11).fill('written'));
+    await waitFor(() => files(dir).length === 0, 'every written file to be deleted');
+    expect(await ids('r-')).toHaveLength(12);
+    journal.close();
+    other.journal.close();
   });
 
   test("a file left by a process that is gone is adopted: its rows are written (again: nothing twice) and the file deleted", async () => {

@@ -34,7 +34,11 @@ export interface JournalOptions<T> {
   decode(value: unknown): T;
   /** Writes a row to the database (idempotent): its outcome, as the batch writer's add answers it. */
   ship(row: T): Promise<RowOutcome>;
-  /** A file takes at most this many rows, or rows for at most this long, before the next one starts. */
+  /**
+   * A file takes at most this many rows; a file whose rows are all written is closed (and deleted)
+   * once it is this old. A file with rows still to write stays open: while the database is away,
+   * files roll over by rows only, so their number (and open descriptors) stays bounded.
+   */
   maxFileRows?: number;
   maxFileAgeMs?: number;
   syncEveryMs?: number;
@@ -80,6 +84,8 @@ export function openJournal<T>(opts: JournalOptions<T>) {
       return file;
     }
   }
+
+  const stale = (file: JournalFile) => file.unshipped === 0 && Date.now() - file.startedAt >= maxAgeMs;
 
   function seal(file: JournalFile) {
     file.sealed = true;
@@ -171,7 +177,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
   }
 
   const ticker = setInterval(() => {
-    if (current && Date.now() - current.startedAt >= maxAgeMs) seal(current);
+    if (current && stale(current)) seal(current);
     else if (current?.unsynced) sync(current);
   }, opts.syncEveryMs ?? 1_000);
   ticker.unref?.();
@@ -187,7 +193,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
      */
     append(row: T): Promise<RowOutcome> {
       if (closed) throw new Error(`the ${opts.name} journal is closed`);
-      if (current && (current.rows >= maxRows || Date.now() - current.startedAt >= maxAgeMs)) seal(current);
+      if (current && (current.rows >= maxRows || stale(current))) seal(current);
       if (!current) current = start();
       const file = current;
       const line = Buffer.from(`${JSON.stringify(opts.encode(row))}\n`);
