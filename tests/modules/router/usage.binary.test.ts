@@ -97,6 +97,38 @@ async function billedIds(userId: string): Promise<Set<string>> {
   return new Set(rows.map((r) => r.request_id));
 }
 
+/** 200 concurrent requests (every other one streamed), SIGKILL at a random moment; the ids answered in full. */
+async function killUnderLoad(cpd: RunningBinary, key: string, prefix: string): Promise<string[]> {
+  up.set({ chunkDelayMs: 3, firstByteDelayMs: 2 });
+  const before = up.requests.length;
+  const ids = Array.from({ length: 200 }, (_, i) => `${prefix}-${i}`);
+  const results = Promise.all(ids.map((id, i) => request(cpd.url, key, id, i % 2 === 1)));
+  // A random moment: after a random number of requests reached the upstream.
+  const moment = 20 + Math.floor(Math.random() * 150);
+  await waitFor(() => up.requests.length - before >= moment, 'requests in flight');
+  await stop(cpd, 'SIGKILL');
+  const statuses = await results;
+  return ids.filter((_, i) => statuses[i] === 200);
+}
+
+/** Holds `userId`'s wallet row locked (FOR UPDATE) in another session until the returned function is called. */
+async function lockWallet(userId: string): Promise<() => Promise<void>> {
+  const locker = postgres(db.url!, { max: 1, onnotice: () => {} });
+  const locked = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const holding = locker.begin(async (tx) => {
+    await tx`select 1 from wallets where user_id = ${userId} for update`;
+    locked.resolve();
+    await release.promise;
+  });
+  await locked.promise;
+  return async () => {
+    release.resolve();
+    await holding;
+    await locker.end();
+  };
+}
+
 const balanceOf = async (userId: string) =>
   BigInt((await db.database.query<{ b: string }>(sql`select balance_micros::text as b from wallets where user_id = ${userId}`))[0]!.b);
 
@@ -104,16 +136,7 @@ describe('usage survives the process (binary, postgres)', () => {
   test('SIGKILL at a random moment under 200 concurrent requests: every answered request is billed', async () => {
     const { userId, key } = await fundedKey(1_000_000_000n);
     const cpd = await serve();
-    up.set({ chunkDelayMs: 3, firstByteDelayMs: 2 });
-    const before = up.requests.length;
-    const ids = Array.from({ length: 200 }, (_, i) => `kill-${i}`);
-    const results = Promise.all(ids.map((id, i) => request(cpd.url, key, id, i % 2 === 1)));
-    // A random moment: after a random number of requests reached the upstream.
-    const moment = 20 + Math.floor(Math.random() * 150);
-    await waitFor(() => up.requests.length - before >= moment, 'requests in flight');
-    await stop(cpd, 'SIGKILL');
-    const statuses = await results;
-    const answered = ids.filter((_, i) => statuses[i] === 200);
+    const answered = await killUnderLoad(cpd, key, 'kill');
     const billed = await billedIds(userId);
     expect(answered.filter((id) => !billed.has(id))).toEqual([]);
     expect(billed.size).toBeGreaterThanOrEqual(answered.length);
@@ -127,15 +150,7 @@ describe('usage survives the process (binary, postgres)', () => {
     const cpd = await serve();
     // Admit once, so the grant exists and the admission needs no lock.
     expect(await request(cpd.url, key, 'lock-0', false)).toBe(200);
-    const locker = postgres(db.url!, { max: 1, onnotice: () => {} });
-    const locked = Promise.withResolvers<void>();
-    const release = Promise.withResolvers<void>();
-    const holding = locker.begin(async (tx) => {
-      await tx`select 1 from wallets where user_id = ${userId} for update`;
-      locked.resolve();
-      await release.promise;
-    });
-    await locked.promise;
+    const unlock = await lockWallet(userId);
     const before = up.requests.length;
     let answeredWhileLocked = 0;
     const results = Promise.all(
@@ -148,9 +163,7 @@ describe('usage survives the process (binary, postgres)', () => {
     );
     await waitFor(() => up.requests.length - before >= 25, 'the upstream to answer all 25');
     await stop(cpd, 'SIGKILL');
-    release.resolve();
-    await holding;
-    await locker.end();
+    await unlock();
     await results;
     expect(answeredWhileLocked).toBe(0);
     expect(await billedIds(userId)).toEqual(new Set(['lock-0']));
@@ -173,24 +186,14 @@ describe('the usage journal (binary, postgres, USAGE_JOURNAL=on)', () => {
     const cpd = await serve(JOURNAL, dir);
     expect(await request(cpd.url, key, 'jlock-0', false)).toBe(200);
     await waitFor(async () => (await billedIds(userId)).size === 1, 'the first request to be committed');
-    const locker = postgres(db.url!, { max: 1, onnotice: () => {} });
-    const locked = Promise.withResolvers<void>();
-    const release = Promise.withResolvers<void>();
-    const holding = locker.begin(async (tx) => {
-      await tx`select 1 from wallets where user_id = ${userId} for update`;
-      locked.resolve();
-      await release.promise;
-    });
-    await locked.promise;
+    const unlock = await lockWallet(userId);
     const statuses = await Promise.all(Array.from({ length: 25 }, (_, i) => request(cpd.url, key, `jlock-${i + 1}`, i % 2 === 1)));
     // All answered while their commit waits on the lock: nothing of them is in the database yet.
     expect(statuses).toEqual(Array(25).fill(200));
     expect(await billedIds(userId)).toEqual(new Set(['jlock-0']));
     expect(journalFiles().length).toBeGreaterThan(0);
     await stop(cpd, 'SIGKILL');
-    release.resolve();
-    await holding;
-    await locker.end();
+    await unlock();
     expect(await billedIds(userId)).toEqual(new Set(['jlock-0']));
     // The next process on this DATA_DIR ships what the killed one journaled.
     const next = await serve(JOURNAL, dir);
@@ -205,15 +208,7 @@ describe('the usage journal (binary, postgres, USAGE_JOURNAL=on)', () => {
   test('SIGKILL at a random moment under 200 concurrent requests, then a restart: every answered request is billed once', async () => {
     const { userId, key } = await fundedKey(1_000_000_000n);
     const cpd = await serve(JOURNAL, dir);
-    up.set({ chunkDelayMs: 3, firstByteDelayMs: 2 });
-    const before = up.requests.length;
-    const ids = Array.from({ length: 200 }, (_, i) => `jkill-${i}`);
-    const results = Promise.all(ids.map((id, i) => request(cpd.url, key, id, i % 2 === 1)));
-    const moment = 20 + Math.floor(Math.random() * 150);
-    await waitFor(() => up.requests.length - before >= moment, 'requests in flight');
-    await stop(cpd, 'SIGKILL');
-    const statuses = await results;
-    const answered = ids.filter((_, i) => statuses[i] === 200);
+    const answered = await killUnderLoad(cpd, key, 'jkill');
     const next = await serve(JOURNAL, dir);
     await waitFor(() => journalFiles().length === 0, 'the journal to be shipped');
     const billed = await billedIds(userId);
@@ -221,24 +216,6 @@ describe('the usage journal (binary, postgres, USAGE_JOURNAL=on)', () => {
     expect(await balanceOf(userId)).toBe(1_000_000_000n - BigInt(billed.size) * REQUEST_COST);
     await expectBooksBalanced();
     expect(await stop(next, 'SIGTERM')).toBe(0);
-    up.reset();
-  }, 120_000);
-
-  test("2 replicas with the journal: the wallet goes below zero by at most one request's cost", async () => {
-    const start = 200_000n;
-    const { userId, key } = await fundedKey(start);
-    const nodes = await Promise.all([serve(JOURNAL), serve(JOURNAL)]);
-    up.set({ chunkDelayMs: 2 });
-    const statuses = await Promise.all(Array.from({ length: 60 }, (_, i) => request(nodes[i % 2]!.url, key, `jrep-${i}`, i % 2 === 1)));
-    for (const cpd of nodes) expect(await stop(cpd, 'SIGTERM')).toBe(0);
-    const served = statuses.filter((s) => s === 200).length;
-    expect(statuses.filter((s) => s !== 200 && s !== 402)).toEqual([]);
-    const balance = await balanceOf(userId);
-    expect(balance).toBe(start - BigInt(served) * REQUEST_COST);
-    expect(balance).toBeLessThanOrEqual(0n);
-    expect(balance).toBeGreaterThan(-REQUEST_COST);
-    expect((await billedIds(userId)).size).toBe(served);
-    await expectBooksBalanced();
     up.reset();
   }, 120_000);
 });
@@ -307,11 +284,15 @@ describe('SIGTERM with the database away (binary, postgres)', () => {
 });
 
 describe('replicas spending one wallet (binary, postgres)', () => {
-  for (const replicas of [2, 3]) {
-    test(`${replicas} replicas: the wallet goes below zero by at most one request's cost, and only once nothing positive is left`, async () => {
+  for (const [replicas, env, how] of [
+    [2, {}, ''],
+    [3, {}, ''],
+    [2, { USAGE_JOURNAL: 'on' }, ' with the usage journal'],
+  ] as const) {
+    test(`${replicas} replicas${how}: the wallet goes below zero by at most one request's cost, and only once nothing positive is left`, async () => {
       const start = 200_000n;
       const { userId, key } = await fundedKey(start);
-      const nodes = await Promise.all(Array.from({ length: replicas }, () => serve()));
+      const nodes = await Promise.all(Array.from({ length: replicas }, () => serve(env)));
       up.set({ chunkDelayMs: 2 });
       const statuses = await Promise.all(Array.from({ length: 60 }, (_, i) => request(nodes[i % replicas]!.url, key, `rep${replicas}-${i}`, i % 2 === 1)));
       for (const cpd of nodes) expect(await stop(cpd, 'SIGTERM')).toBe(0);
