@@ -152,6 +152,7 @@ describe('journal ahead of the database (postgres)', () => {
     const outcomes = await Promise.all([1, 2, 3].map((n) => first.journal.append({ id: `d-${n}`, n })));
     expect(outcomes).toEqual(['written', 'unwritten', 'written']);
     first.journal.close();
+    expect(first.lines.some((l) => l.includes('rows not written are kept for the next start') && l.includes('"rows":1'))).toBe(true);
     expect(files(dir)).toHaveLength(1);
     expect(await ids('d-')).toEqual(['d-1', 'd-3']);
     const { journal } = journalIn(dir);

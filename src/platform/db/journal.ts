@@ -68,6 +68,8 @@ export function openJournal<T>(opts: JournalOptions<T>) {
   const own = new Map<string, JournalFile>();
   let current: JournalFile | null = null;
   let unshipped = 0;
+  /** Rows whose write was given up (at shutdown): their files stay for the next process. */
+  let kept = 0;
   let closed = false;
 
   function start(): JournalFile {
@@ -123,7 +125,10 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     unshipped++;
     // A writer that failed instead of answering leaves the row for the next process, like 'unwritten'.
     return shipped.catch((): RowOutcome => 'unwritten').then((outcome) => {
-      if (outcome === 'unwritten') file.keep = true;
+      if (outcome === 'unwritten') {
+        file.keep = true;
+        kept++;
+      }
       file.unshipped--;
       unshipped--;
       retireIfDone(file);
@@ -228,6 +233,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
         retireIfDone(file);
       }
       current = null;
+      if (kept) opts.log.warn({ msg: `${opts.name} journal: rows not written are kept for the next start`, rows: kept, dir: opts.dir });
     },
   };
 }

@@ -270,6 +270,7 @@ describe('SIGTERM with the database away (binary, postgres)', () => {
       // Exit 1: with the database away, giving grants back does not finish within the process's deadline.
       await stop(cpd, 'SIGTERM');
       expect(cpd.logs().split('\n').filter((l) => l.includes('usage: row not written before shutdown'))).toHaveLength(30);
+      expect(cpd.logs()).toMatch(/usage journal: rows not written are kept for the next start","rows":30/);
       expect(await billedIds(userId)).toEqual(new Set(['jterm-0']));
       proxy.restore();
       const next = await serve(env, dir);
