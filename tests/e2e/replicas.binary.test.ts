@@ -141,7 +141,12 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
         const { data, response } = await bed
           .openai(bed.lb.url, user.keys.at(-1)!.key)
           .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'long' }], stream: true })
-          .withResponse();
+          .withResponse()
+          .catch((err) => {
+            // Seen once in CI: a 503 "database unavailable" after about 5 s, right after the cut above; what the replicas logged says why.
+            console.error(`opening a stream failed: ${err}\n${bed.warnings()}`);
+            throw err;
+          });
         const iterator = data[Symbol.asyncIterator]();
         expect((await iterator.next()).done).toBe(false); // the first chunk arrived: the stream is in flight
         return { user, backend: response.headers.get(BACKEND_HEADER)!, iterator };

@@ -68,6 +68,8 @@ export interface ReplicaBed {
   recordingFetch: typeof fetch;
   call(base: string, method: string, path: string, token?: string, body?: unknown, headers?: Record<string, string>): Promise<CallResult>;
   openai(base: string, key: string): OpenAI;
+  /** Every replica's warning and error lines (the last 30 of each), to print when a step fails. */
+  warnings(): string;
   /** Runs `dist/cpd ARGS` with the replicas' environment (in a temp DATA_DIR); throws on a non-zero exit. */
   cli(args: string[]): Promise<string>;
   /** Replicas not killed or stopped. */
@@ -206,6 +208,10 @@ export async function startReplicaBed(opts: ReplicaBedOptions): Promise<ReplicaB
     openai: (base, key) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, fetch: recordingFetch }),
     cli,
     alive: () => replicas.filter((r) => r.proc.exitCode === null && r.proc.signalCode === null),
+    warnings: () =>
+      replicas
+        .map((r) => `replica ${r.url}:\n${r.logs().split('\n').filter((l) => /"level":"(warn|error)"/.test(l)).slice(-30).join('\n')}`)
+        .join('\n'),
     unexpected5xx: () => statuses.filter((s) => s.status >= 500 && s.outage === null).map(({ status, path }) => ({ status, path })),
     async close() {
       // A replica that ended on its own (not stopped or killed by the test) says why.

@@ -57,7 +57,7 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
       return jsonError(400, 'malformed value');
   }
   if (isDatabaseUnreachable(error)) {
-    log.warn({ request_id: requestId }, 'database unavailable');
+    log.warn({ err: error, request_id: requestId }, 'database unavailable');
     return jsonError(503, 'database unavailable');
   }
   log.error({ err: error, request_id: requestId }, 'unhandled error');
