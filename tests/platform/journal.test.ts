@@ -5,7 +5,7 @@
  * shutdown stay for the next process, and a torn line does not stop the rest.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { appendFileSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
@@ -35,6 +35,14 @@ afterAll(async () => {
 const ids = async (prefix: string) =>
   (await t.database.query<{ id: string }>(sql`select id from j_rows where id like ${`${prefix}%`} order by id`)).map((r) => r.id);
 const files = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+
+/** A journal file as a process that is gone left it (no lock held); answers its path. */
+function leftBehind(dir: string, name: string, text: string): string {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
 
 /** A journal in `dir` shipping through a batch writer into j_rows; `ship` may override the outcome. */
 function journalIn(dir: string, opts: { ship?: (row: Row, write: () => Promise<RowOutcome>) => Promise<RowOutcome>; sweepEveryMs?: number; maxFileRows?: number } = {}) {
@@ -98,7 +106,7 @@ describe('journal ahead of the database (postgres)', () => {
     expect(files(dir)).toHaveLength(4);
     // A later sweep (the one below, from a second journal on the directory) proves time passed; still four files.
     const other = journalIn(dir, { sweepEveryMs: 20 });
-    writeFileSync(join(dir, '1700000000004-00000000000000aa.jsonl'), '{"id":"r-gone","n":0}\n');
+    leftBehind(dir, '1700000000004-00000000000000aa.jsonl', '{"id":"r-gone","n":0}\n');
     await waitFor(async () => (await ids('r-gone')).length === 1, 'a sweep of the other journal');
     // The last file is older than maxFileAgeMs, but holds rows not yet written: the next row goes into it.
     shipped.push(journal.append({ id: 'r-10', n: 10 }));
@@ -117,8 +125,7 @@ describe('journal ahead of the database (postgres)', () => {
     await first.journal.append({ id: 'b-0', n: 0 });
     first.journal.close();
     // What a killed process leaves: rows appended, one of them already written, no lock held.
-    const left = join(dir, '1700000000000-00000000deadbeef.jsonl');
-    writeFileSync(left, '{"id":"b-0","n":0}\n{"id":"b-1","n":1}\n{"id":"b-2","n":2}\n');
+    leftBehind(dir, '1700000000000-00000000deadbeef.jsonl', '{"id":"b-0","n":0}\n{"id":"b-1","n":1}\n{"id":"b-2","n":2}\n');
     const { journal, lines } = journalIn(dir);
     await waitFor(() => files(dir).length === 0, 'the adopted file to be written and deleted');
     expect(await ids('b-')).toEqual(['b-0', 'b-1', 'b-2']);
@@ -128,15 +135,12 @@ describe('journal ahead of the database (postgres)', () => {
 
   test('a file still locked by a live process is left alone until its lock is released', async () => {
     const dir = join(root, 'locked');
-    const { journal: setup } = journalIn(dir);
-    setup.close();
-    const path = join(dir, '1700000000001-00000000cafef00d.jsonl');
-    writeFileSync(path, '{"id":"c-1","n":1}\n');
+    const path = leftBehind(dir, '1700000000001-00000000cafef00d.jsonl', '{"id":"c-1","n":1}\n');
     const fd = openSync(path, 'r+');
     expect(tryLockExclusive(fd)).toBe(true);
     const { journal } = journalIn(dir, { sweepEveryMs: 20 });
     // A file of a gone process placed after the first sweep: once it is written, a later sweep has passed the locked one by.
-    writeFileSync(join(dir, '1700000000003-000000000000dead.jsonl'), '{"id":"c-gone","n":0}\n');
+    leftBehind(dir, '1700000000003-000000000000dead.jsonl', '{"id":"c-gone","n":0}\n');
     await waitFor(async () => (await ids('c-gone')).length === 1, 'a later sweep to adopt the unlocked file');
     expect(await ids('c-1')).toEqual([]);
     expect(files(dir)).toContain('1700000000001-00000000cafef00d.jsonl');
@@ -163,11 +167,7 @@ describe('journal ahead of the database (postgres)', () => {
 
   test('a torn last line (a host crash mid-append) is logged and skipped; the other rows are written', async () => {
     const dir = join(root, 'torn');
-    const { journal: setup } = journalIn(dir);
-    setup.close();
-    const path = join(dir, '1700000000002-0000000000000bad.jsonl');
-    writeFileSync(path, '{"id":"e-1","n":1}\n');
-    appendFileSync(path, '{"id":"e-2","n"');
+    leftBehind(dir, '1700000000002-0000000000000bad.jsonl', '{"id":"e-1","n":1}\n{"id":"e-2","n"');
     const { journal, lines } = journalIn(dir);
     await waitFor(() => files(dir).length === 0, 'the torn file to be adopted and deleted');
     expect(await ids('e-')).toEqual(['e-1']);

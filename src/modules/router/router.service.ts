@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../platform/context';
+import type { RowOutcome } from '../../platform/db';
 import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
@@ -291,22 +292,17 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       aborted: m.aborted,
       requestId: a.req.requestId ?? null,
     };
-    const journaled = usage.journaled(record);
-    if (journaled) {
-      void journaled.then((outcome) => {
-        a.ticket?.release();
-        if (outcome === 'written') metrics.metered(m.model, m.status, m.counts.prompt, m.counts.completion, m.costMicros);
-      });
-      return;
-    }
-    let outcome: Awaited<ReturnType<typeof usage.record>>;
-    try {
-      outcome = await usage.record(record);
-    } finally {
+    // Once the row has its outcome: the holds end, and a written row counts in the metrics.
+    const settled = (outcome: RowOutcome) => {
       a.ticket?.release();
-    }
-    if (outcome !== 'written') throw new AppError('unavailable', 'the usage of this request could not be recorded, so it is not answered (nothing was billed)');
-    metrics.metered(m.model, m.status, m.counts.prompt, m.counts.completion, m.costMicros);
+      if (outcome === 'written') metrics.metered(m.model, m.status, m.counts.prompt, m.counts.completion, m.costMicros);
+      return outcome;
+    };
+    const journaled = usage.journaled(record);
+    if (journaled) return void journaled.then(settled);
+    // The writer answers every row with an outcome; it never rejects.
+    if (settled(await usage.record(record)) !== 'written')
+      throw new AppError('unavailable', 'the usage of this request could not be recorded, so it is not answered (nothing was billed)');
   }
 
   function payloadFor(body: Record<string, unknown>, slug: string, stream: boolean): string {

@@ -21,6 +21,7 @@ import { closeSync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSyn
 import { join } from 'node:path';
 import { FatalError } from '../errors';
 import { canLock, tryLockExclusive } from '../flock';
+import { randomBase62 } from '../ids';
 import type { Logger } from '../logger';
 import type { RowOutcome } from './batch-writer';
 
@@ -58,7 +59,9 @@ interface JournalFile {
   unsynced: boolean;
 }
 
-const FILE_NAME = /^\d+-[0-9a-f]+\.jsonl$/;
+const FILE_NAME = /^\d+-[0-9A-Za-z]+\.jsonl$/;
+
+const fileOf = (path: string, fd: number): JournalFile => ({ path, fd, rows: 0, unshipped: 0, keep: false, sealed: false, startedAt: Date.now(), unsynced: false });
 
 export function openJournal<T>(opts: JournalOptions<T>) {
   if (!canLock()) throw new FatalError(`the ${opts.name} journal needs flock(2), which this system's libc does not provide`, 2);
@@ -67,21 +70,20 @@ export function openJournal<T>(opts: JournalOptions<T>) {
   const maxAgeMs = opts.maxFileAgeMs ?? 1_000;
   const own = new Map<string, JournalFile>();
   let current: JournalFile | null = null;
-  let unshipped = 0;
   /** Rows whose write was given up (at shutdown): their files stay for the next process. */
   let kept = 0;
   let closed = false;
 
   function start(): JournalFile {
     for (;;) {
-      const path = join(opts.dir, `${Date.now()}-${crypto.getRandomValues(new Uint32Array(2)).reduce((s, n) => s + n.toString(16).padStart(8, '0'), '')}.jsonl`);
+      const path = join(opts.dir, `${Date.now()}-${randomBase62(12)}.jsonl`);
       const fd = openSync(path, 'wx', 0o600);
       // A sweeping process may have locked it between create and lock: it deletes it; take another.
       if (!tryLockExclusive(fd)) {
         closeSync(fd);
         continue;
       }
-      const file: JournalFile = { path, fd, rows: 0, unshipped: 0, keep: false, sealed: false, startedAt: Date.now(), unsynced: false };
+      const file = fileOf(path, fd);
       own.set(path, file);
       return file;
     }
@@ -122,7 +124,6 @@ export function openJournal<T>(opts: JournalOptions<T>) {
 
   function track(file: JournalFile, shipped: Promise<RowOutcome>): Promise<RowOutcome> {
     file.unshipped++;
-    unshipped++;
     // A writer that failed instead of answering leaves the row for the next process, like 'unwritten'.
     return shipped.catch((): RowOutcome => 'unwritten').then((outcome) => {
       if (outcome === 'unwritten') {
@@ -130,7 +131,6 @@ export function openJournal<T>(opts: JournalOptions<T>) {
         kept++;
       }
       file.unshipped--;
-      unshipped--;
       retireIfDone(file);
       return outcome;
     });
@@ -158,7 +158,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
         closeSync(fd); // its process is alive
         continue;
       }
-      adopt({ path, fd, rows: 0, unshipped: 0, keep: false, sealed: false, startedAt: Date.now(), unsynced: false });
+      adopt(fileOf(path, fd));
     }
   }
 
@@ -216,7 +216,9 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     },
     /** Rows appended (or adopted) whose database write has no outcome yet. */
     get unshipped() {
-      return unshipped;
+      let sum = 0;
+      for (const file of own.values()) sum += file.unshipped;
+      return sum;
     },
     /**
      * Stops appending; call after the rows' writer has closed (every row has its outcome). Files
