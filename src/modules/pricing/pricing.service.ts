@@ -6,6 +6,7 @@
 import { asc } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
+import { followChanges } from '../../platform/db';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
 import { newId } from '../../platform/ids';
 import type { GpuPriceInput, ModelPriceInput, PriceUnit } from './pricing.schemas';
@@ -51,10 +52,10 @@ export function createPricingService(ctx: AppContext) {
   let gpus: GpuPrice[] = [];
   let bySlug = new Map<string, ModelPrice>();
   let lastChange: Date | null = null;
-  let unlisten: (() => Promise<void>) | null = null;
+  let following = false;
 
   async function reload() {
-    // Sequential on purpose: parallel queries would open a second connection at start-up (~7 ms).
+    // Sequential on purpose: parallel queries would open another pool connection at start-up (~7 ms).
     const m = await db.select().from(modelPrices).orderBy(asc(modelPrices.position));
     const g = await db.select().from(gpuPrices).orderBy(asc(gpuPrices.position));
     models = m.map((r) => ({ id: r.id, slug: r.slug, unit: r.unit as PriceUnit, priceMicros: r.priceMicros }));
@@ -70,16 +71,9 @@ export function createPricingService(ctx: AppContext) {
   return {
     /** Loads the cache and subscribes to changes from other processes; app.ts awaits it once. */
     async load() {
-      await reload();
-      if (!unlisten) {
-        const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'pricing reload failed'));
-        // Reloads on every (re)connect too: changes announced while disconnected were missed.
-        unlisten = await ctx.database.listen(CHANNEL, reloadQuietly, reloadQuietly);
-        ctx.onShutdown(async () => {
-          await unlisten?.();
-          unlisten = null;
-        });
-      }
+      if (following) return reload();
+      following = true;
+      await followChanges(ctx, CHANNEL, reload, 'pricing');
     },
 
     /** The price the gateway charges for a model slug, from the in-memory cache; null when unpriced. */

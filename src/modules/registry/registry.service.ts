@@ -6,7 +6,7 @@
  */
 import { asc, eq, sql } from 'drizzle-orm';
 import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
-import { createBatchWriter } from '../../platform/db';
+import { createBatchWriter, followChanges } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import type { ObjectStore } from '../../platform/storage';
@@ -80,7 +80,7 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   let byId = new Map<string, Artifact>();
   let records: ModelRecord[] = [];
   let recordsJson = '[]';
-  let unlisten: (() => Promise<void>) | null = null;
+  let following = false;
   let reloading: Promise<void> | null = null;
   // Download records go through the group-commit writer: a 302 does not wait for its row, and the
   // rows of the downloads answered together share one insert. Ids are made here, so a batch
@@ -167,15 +167,9 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   return {
     /** Loads the catalog and follows changes from other processes; app.ts awaits it once. */
     async load() {
-      await reload();
-      if (unlisten) return;
-      const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'registry reload failed'));
-      // Reloads on every (re)connect too: changes announced while disconnected were missed.
-      unlisten = await ctx.database.listen(REGISTRY_CHANNEL, reloadQuietly, reloadQuietly);
-      ctx.onShutdown(async () => {
-        await unlisten?.();
-        unlisten = null;
-      });
+      if (following) return reload();
+      following = true;
+      await followChanges(ctx, REGISTRY_CHANNEL, reload, 'registry');
     },
 
     reload,

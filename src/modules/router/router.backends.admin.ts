@@ -11,6 +11,7 @@ import { asc, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { secretBox } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
+import { followChanges } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import type { BackendSet } from './router.backends';
 import { routerBackends } from './router.tables';
@@ -47,7 +48,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
   const { db } = ctx.database;
   let box: ReturnType<typeof secretBox> | null = null;
   const keys = () => (box ??= secretBox(ctx.config.secretKey(), 'router backend api keys'));
-  let unlisten: (() => Promise<void>) | null = null;
+  let following = false;
 
   async function reload() {
     const rows = await db.select().from(routerBackends).orderBy(asc(routerBackends.position));
@@ -88,14 +89,9 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
   return {
     /** Loads the set and follows changes from other processes; app start-up awaits it once. */
     async load() {
-      await reload();
-      if (unlisten) return;
-      const reloadQuietly = () => void reload().catch((err) => ctx.log.error({ err }, 'router backends reload failed'));
-      unlisten = await ctx.database.listen(CHANNEL, reloadQuietly, reloadQuietly);
-      ctx.onShutdown(async () => {
-        await unlisten?.();
-        unlisten = null;
-      });
+      if (following) return reload();
+      following = true;
+      await followChanges(ctx, CHANNEL, reload, 'router backends');
     },
 
     /** Replaces the admin-managed set in one transaction and tells every process. Bad input changes nothing. */
