@@ -14,7 +14,7 @@
  *   bun bench/metrics.ts          (N=2000000 to change the iterations of part 1)
  */
 import { Elysia } from 'elysia';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { createRouterMetrics } from '../src/modules/router/router.metrics';
 import { httpMetrics, httpMetricsPlugin } from '../src/platform/http/metrics';
 import { requestLogPlugin } from '../src/platform/http/request-log';
@@ -42,7 +42,7 @@ const hot = (i: number) => {
   router.metered(MODELS[i % 3]!, 200, 10, 5, 15_000n);
 };
 
-const plain = createMetricsRegistry();
+const plain = new Registry();
 const pReq = new Counter({ name: 'a_total', help: 'a', labelNames: ['method', 'route', 'status'], registers: [plain] });
 const pDur = new Histogram({ name: 'b_seconds', help: 'b', labelNames: ['method', 'route'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [plain] });
 const pGw = new Counter({ name: 'c_total', help: 'c', labelNames: ['model', 'status'], registers: [plain] });

@@ -5,6 +5,9 @@
  * Targets (issue 2): ≤ 60 ms on PostgreSQL, ≤ 700 ms embedded reopen.
  *
  *   bun bench/startup.ts            (RUNS=20 for more samples; CPD=path to time another build)
+ *   BEFORE=path/to/old/cpd bun bench/startup.ts
+ *                                   also times that build on PostgreSQL, its starts alternated with
+ *                                   this build's so a change of the machine's speed hits both alike
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,13 +43,18 @@ async function startOnce(cmd: string[], env: Record<string, string>): Promise<nu
   return elapsed;
 }
 
-async function measure(cmd: string[], env: Record<string, string>, runs: number) {
-  await startOnce(cmd, env); // warm-up: page cache; first embedded start runs initdb; first PostgreSQL start migrates
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) times.push(await startOnce(cmd, env));
-  times.sort((a, b) => a - b);
-  return { median: times[Math.floor(times.length / 2)]!, min: times[0]!, max: times[times.length - 1]! };
+/** Median, min and max of `runs` starts of each command, the commands' starts alternated. */
+async function measureAlternated(cmds: string[][], env: Record<string, string>, runs: number) {
+  for (const cmd of cmds) await startOnce(cmd, env); // warm-up: page cache; first embedded start runs initdb; first PostgreSQL start migrates
+  const times = cmds.map(() => [] as number[]);
+  for (let i = 0; i < runs; i++) for (const [j, cmd] of cmds.entries()) times[j]!.push(await startOnce(cmd, env));
+  return times.map((t) => {
+    t.sort((a, b) => a - b);
+    return { median: t[Math.floor(t.length / 2)]!, min: t[0]!, max: t[t.length - 1]! };
+  });
 }
+
+const measure = async (cmd: string[], env: Record<string, string>, runs: number) => (await measureAlternated([cmd], env, runs))[0]!;
 
 async function buildHello(): Promise<string> {
   const source = join(work, 'hello.ts');
@@ -62,7 +70,9 @@ const hello = await buildHello();
 const db = await createEmptyPostgresDatabase();
 try {
   const baseline = await measure([hello], {}, RUNS);
-  const postgres = await measure([cpd, 'serve'], { DATABASE_URL: db.url, DATA_DIR: join(work, 'pg-site') }, RUNS);
+  const before = process.env.BEFORE;
+  const pgEnv = { DATABASE_URL: db.url, DATA_DIR: join(work, 'pg-site') };
+  const [postgres, postgresBefore] = await measureAlternated(before ? [[cpd, 'serve'], [before, 'serve']] : [[cpd, 'serve']], pgEnv, RUNS);
   const embedded = await measure([cpd, 'serve'], { DATA_DIR: join(work, 'embedded-site') }, Math.max(3, Math.ceil(RUNS / 2)));
 
   const fmt = (n: number) => `${n.toFixed(1)} ms`;
@@ -71,7 +81,8 @@ try {
     `x${(r.median / baseline.median).toFixed(2)} of hello-world${target ? `  (target ≤ ${target} ms: ${r.median <= target ? 'met' : 'MISSED'})` : ''}`;
   console.log(`startup: exec → first 200 on /healthz, ${RUNS} runs each after a warm-up`);
   console.log(row('hello-world (same build)', baseline));
-  console.log(row('cpd serve, PostgreSQL', postgres, 60));
+  console.log(row('cpd serve, PostgreSQL', postgres!, 60));
+  if (postgresBefore) console.log(row('BEFORE, PostgreSQL', postgresBefore));
   console.log(row('cpd serve, embedded reopen', embedded, 700));
 } finally {
   await db.drop();

@@ -50,10 +50,9 @@ export async function buildApp(ctx: AppContext) {
   const billing = createBillingService(ctx);
   billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
-  // Independent loads (start-up time, docs/operations.md): each cache LISTENs, then reads. The
-  // LISTEN connection opens once for all; pricing and registry read one after the other, since
-  // parallel reads would open another pool connection (~7 ms).
-  await Promise.all([router.ready(), pricing.load().then(() => registry.load())]);
+  // Independent loads, in parallel (start-up time, docs/operations.md): each cache LISTENs, then
+  // reads. The LISTEN connection opens once for all; the reads open pool connections side by side.
+  await Promise.all([router.ready(), pricing.load(), registry.load()]);
   const gateway = createGatewayService(ctx, router);
   const admin = createAdminService(ctx, { accounts, billing, audit });
   const agents = createAgentsService(ctx, { models: router });

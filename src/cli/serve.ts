@@ -45,8 +45,11 @@ export async function serveCommand(argv: string[]) {
   const applied = migration.names;
   if (applied.length) ctx.log.info({ msg: 'migrations applied', migrations: applied });
   // Replicas on one PostgreSQL share every rate limit; the embedded database has one process.
-  if (config.databaseUrl) ctx.replicas = await joinMembership(ctx);
+  // The first heartbeat runs while the app is built (the limiters read the count per request).
+  const joining = config.databaseUrl ? joinMembership(ctx) : null;
+  if (joining) ctx.replicas = joining.membership;
   const { app, services } = await buildApp(ctx);
+  await joining?.joined;
   try {
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
     app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120 });

@@ -11,11 +11,10 @@
  * a few hundred milliseconds of skew against a 6 s window changes nothing).
  */
 import { sql } from 'drizzle-orm';
-import { Gauge } from 'prom-client';
 import type { AppContext } from '../../platform/context';
 import type { ReplicaCount } from '../../platform/http/rate-limit';
 import { newId } from '../../platform/ids';
-import { metricOnce } from '../../platform/metrics/registry';
+import { ScrapeGauge } from '../../platform/metrics/hot';
 import { cpdReplicas } from './replicas.tables';
 
 export const HEARTBEAT_MS = 2_000;
@@ -38,19 +37,11 @@ export function createMembership(ctx: AppContext): Membership {
   let failing = false;
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  metricOnce(
-    ctx.metrics,
+  new ScrapeGauge(
     'cpd_replicas_live',
-    (registers) =>
-      new Gauge({
-        name: 'cpd_replicas_live',
-        help: 'Replicas this one counts as live (heartbeat membership); every rate limit is divided by it',
-        registers,
-        collect() {
-          this.set(live);
-        },
-      }),
-  );
+    'Replicas this one counts as live (heartbeat membership); every rate limit is divided by it',
+    (report) => report(live),
+  ).register(ctx.metrics);
 
   async function beat() {
     const now = ctx.clock.now().getTime();
@@ -101,13 +92,14 @@ export function createMembership(ctx: AppContext): Membership {
 }
 
 /**
- * Joins the membership (first beat before it returns, so the first request already sees its
- * share), beats every HEARTBEAT_MS and leaves at graceful shutdown. `cpd serve` on PostgreSQL only:
- * the embedded database has one process by construction.
+ * Joins the membership, beats every HEARTBEAT_MS and leaves at graceful shutdown. `joined` settles
+ * after the first beat: `cpd serve` awaits it before it listens, so the first request already sees
+ * its share, while the app is built meanwhile (start-up time, docs/operations.md). On PostgreSQL
+ * only: the embedded database has one process by construction.
  */
-export async function joinMembership(ctx: AppContext): Promise<Membership> {
+export function joinMembership(ctx: AppContext): { membership: Membership; joined: Promise<void> } {
   const membership = createMembership(ctx);
-  await membership.beat();
+  const joined = membership.beat();
   let beating: Promise<void> | null = null;
   const timer = setInterval(() => {
     // A beat slower than the interval is not stacked on.
@@ -121,5 +113,5 @@ export async function joinMembership(ctx: AppContext): Promise<Membership> {
     await beating;
     await membership.leave();
   });
-  return membership;
+  return { membership, joined };
 }

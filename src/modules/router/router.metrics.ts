@@ -9,9 +9,8 @@
  * rotation and not listed; its key never appears), cpd_usage_pending (usage rows waiting for their
  * batch) and cpd_usage_set_aside (rows that could not be written since start).
  */
-import { Gauge } from 'prom-client';
-import { HotCounter } from '../../platform/metrics/hot';
-import { type MetricsRegistry, metricOnce } from '../../platform/metrics/registry';
+import { HotCounter, ScrapeGauge } from '../../platform/metrics/hot';
+import type { MetricsRegistry } from '../../platform/metrics/registry';
 import type { BackendView } from './router.backends';
 
 export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usage: () => { queued: number; setAside: number } }) {
@@ -20,18 +19,15 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
   const tokens = counter('cpd_gateway_tokens_total', 'Tokens metered, by model and kind (prompt, completion)', ['model', 'kind']);
   const cost = counter('cpd_gateway_cost_micros_total', 'Cost billed, in micro-units of the site currency, by model', ['model', 'currency']);
   // One router per process: its gauges read that router's backend registry and usage writer.
-  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
-    metricOnce(registry, name, (registers) => new Gauge({ name, help, labelNames, registers, collect() { collect(this); } }));
-  gauge('cpd_router_backend_up', '1 when the backend is in rotation (healthy), 0 while it is backed off', ['model', 'backend'], (g) => {
-    g.reset();
-    for (const b of sources.backends()) if (b.enabled) g.set({ model: b.model, backend: b.url }, b.healthy ? 1 : 0);
+  const gauge = (name: string, help: string, collect: ConstructorParameters<typeof ScrapeGauge>[2]) => new ScrapeGauge(name, help, collect).register(registry);
+  gauge('cpd_router_backend_up', '1 when the backend is in rotation (healthy), 0 while it is backed off', (report) => {
+    for (const b of sources.backends()) if (b.enabled) report(b.healthy ? 1 : 0, { model: b.model, backend: b.url });
   });
-  gauge('cpd_router_backend_inflight', 'Requests in flight on the backend', ['model', 'backend'], (g) => {
-    g.reset();
-    for (const b of sources.backends()) if (b.enabled) g.set({ model: b.model, backend: b.url }, b.inflight);
+  gauge('cpd_router_backend_inflight', 'Requests in flight on the backend', (report) => {
+    for (const b of sources.backends()) if (b.enabled) report(b.inflight, { model: b.model, backend: b.url });
   });
-  gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) waiting to be committed to the database', [], (g) => g.set(sources.usage().queued));
-  gauge('cpd_usage_set_aside', 'Usage rows that could not be written since start, kept in router_usage_set_aside', [], (g) => g.set(sources.usage().setAside));
+  gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) waiting to be committed to the database', (report) => report(sources.usage().queued));
+  gauge('cpd_usage_set_aside', 'Usage rows that could not be written since start, kept in router_usage_set_aside', (report) => report(sources.usage().setAside));
 
   return {
     /** One metered request. */

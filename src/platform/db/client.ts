@@ -44,6 +44,7 @@ export interface Database {
   notify(channel: string, payload: string, on?: DbOrTx): Promise<void>;
   /** `SELECT 1` bounded by timeoutMs. */
   ping(timeoutMs: number): Promise<boolean>;
+
   close(): Promise<void>;
   /** PGlite only: the data directory as a tarball (test snapshots). */
   dump?(): Promise<Blob>;
@@ -94,7 +95,11 @@ function drizzleQueries(db: Db): Pick<Database, 'db' | 'query' | 'notify'> {
 const reconnectBackoff = (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2);
 
 function openPostgres(url: string, max: number): Database {
-  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoff };
+  // fetch_types: false skips a query per new connection (its 8 KB answer takes ~2 ms to read on a
+  // cold process, start-up time, docs/operations.md). It only teaches the driver array types, and
+  // nothing here needs them: drizzle sends and parses its array columns (api_keys.models) as text
+  // literals itself, and no query binds a JS array.
+  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoff, fetch_types: false };
   const client = postgres(url, { max, ...options });
   // Its own connection, opened on first use: postgres.js lets a hand-sent BEGIN run only there.
   // Read-only outside a transaction: nothing sent on it can write outside BEGIN … COMMIT (pipeline.ts).

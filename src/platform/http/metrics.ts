@@ -16,7 +16,7 @@ import { Elysia } from 'elysia';
 import { safeEqual } from '../crypto';
 import { AppError } from '../errors';
 import { HotCounter, HotHistogram } from '../metrics/hot';
-import { type MetricsRegistry, scrapeText } from '../metrics/registry';
+import type { MetricsRegistry } from '../metrics/registry';
 import { requestStartOf } from './request-log';
 
 /** Seconds; from a cached route answer (well under 1 ms) to a long model completion. */
@@ -61,7 +61,8 @@ export function metricsRoutes(deps: { registry: MetricsRegistry; token: string |
         const address = server?.requestIP(request)?.address ?? '';
         if (forwarded || !LOOPBACK.test(address)) throw new AppError('unauthorized', 'metrics are served to loopback clients only unless METRICS_TOKEN is set');
       }
-      return new Response(await scrapeText(registry), { headers: { 'content-type': registry.contentType } });
+      const { text, contentType } = await registry.scrape();
+      return new Response(text, { headers: { 'content-type': contentType } });
     },
     { detail: { summary: 'Prometheus metrics (METRICS_TOKEN bearer, or loopback clients when unset)', tags: ['operations'] } },
   );

@@ -1,6 +1,6 @@
 /**
- * Counters and histograms for the request hot path, registered in the prom-client registry and
- * written out by it (it formats and serves every metric; these only hold the numbers).
+ * cpd's metrics: counters and histograms for the request hot path, and gauges read at scrape
+ * time. They only hold the numbers; the registry has prom-client format them (registry.ts).
  *
  * Why not prom-client's own Counter and Histogram here: they find a series by hashing its label
  * object on every inc()/observe(), also through labels() children, which rebind to the same call.
@@ -9,8 +9,7 @@
  * caller's own strings (whose hashes are cached) and numbers, with no key built, and is updated in
  * place.
  */
-import type { Metric } from 'prom-client';
-import type { MetricsRegistry } from './registry';
+import { type MetricsRegistry, metricOnce } from './registry';
 
 interface Series<V> {
   labels: Record<string, string>;
@@ -66,10 +65,7 @@ abstract class HotFamily<V> {
 
   /** Adds the family to the registry, or answers the one already there under this name. */
   register<T>(this: T & HotFamily<V>, registry: MetricsRegistry): T {
-    const existing = registry.getSingleMetric(this.name);
-    if (existing) return existing as unknown as T;
-    registry.registerMetric(this as unknown as Metric);
-    return this;
+    return metricOnce(registry, this.name, () => this);
   }
 }
 
@@ -137,5 +133,30 @@ export class HotHistogram extends HotFamily<HistogramData> {
       values.push({ metricName: `${this.name}_count`, labels, value: data.count });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
+
+/**
+ * A gauge read at scrape time (a backend's health, rows waiting): `collect` reports the value of
+ * each series it shows, from the module's own state, so requests pay nothing for it.
+ */
+export class ScrapeGauge {
+  readonly type = 'gauge';
+  readonly aggregator = 'sum';
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly collect: (report: (value: number, labels?: Record<string, string>) => void) => void,
+  ) {}
+
+  get() {
+    const values: Array<{ labels: Record<string, string>; value: number }> = [];
+    this.collect((value, labels = {}) => values.push({ labels, value }));
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  /** Adds the gauge to the registry, or answers the one already there under this name. */
+  register(registry: MetricsRegistry): ScrapeGauge {
+    return metricOnce(registry, this.name, () => this);
   }
 }

@@ -1,39 +1,62 @@
 /**
- * Prometheus metrics: one prom-client registry per app (so two apps in one test process never
- * share counters), holding the client library's process and runtime metrics (CPU, memory, open
- * file descriptors, event loop lag, heap) and each module's own `cpd_*` metrics.
+ * Prometheus metrics: one registry per app (so two apps in one test process never share
+ * counters), holding each module's own `cpd_*` metrics and the client library's process and
+ * runtime metrics (CPU, memory, open file descriptors, event loop lag, heap).
  *
  * Label values must come from bounded sets (route templates, priced model slugs, status codes):
- * every distinct tuple is a series kept for the life of the process. Metrics recorded on every
- * request are hot.ts's; those read at scrape time are prom-client gauges with collect().
+ * every distinct tuple is a series kept for the life of the process. The metrics are hot.ts's:
+ * counters and histograms recorded on the request path, gauges read at scrape time.
+ *
+ * prom-client formats them, and is loaded only for that: importing it took 4–7 ms of every
+ * start (start-up time, docs/operations.md). It is imported 1 s after start, when its process
+ * metrics are added, or by the first scrape if that comes sooner.
  */
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Metric, Registry } from 'prom-client';
 
-export type MetricsRegistry = Registry;
+/** What a registered metric gives the formatter: prom-client's `Metric` shape. */
+export interface MetricFamily {
+  readonly name: string;
+}
 
-const processMetricsAdded = new WeakSet<MetricsRegistry>();
+export class MetricsRegistry {
+  private readonly families = new Map<string, MetricFamily>();
+  private formatter: Promise<Registry> | null = null;
 
-/**
- * The client library's process and runtime metrics cost ~2.5 ms to set up, all before the first
- * request: they are added 1 s after start (start-up time, docs/operations.md), or by the first
- * scrape if that comes sooner (scrapeText).
- */
+  constructor() {
+    setTimeout(() => void this.promRegistry(), 1000).unref();
+  }
+
+  /** The metric registered under this name, if any. */
+  getSingleMetric(name: string): MetricFamily | undefined {
+    return this.families.get(name);
+  }
+
+  registerMetric(metric: MetricFamily): void {
+    if (this.families.has(metric.name)) throw new Error(`a metric named ${metric.name} is already registered`);
+    this.families.set(metric.name, metric);
+    // Once prom-client is loaded (or loading: it then registers every family it finds), add it there too.
+    void this.formatter?.then((r) => r.getSingleMetric(metric.name) || r.registerMetric(metric as unknown as Metric));
+  }
+
+  /** Every metric in Prometheus' text format, and its content type. */
+  async scrape(): Promise<{ text: string; contentType: string }> {
+    const registry = await this.promRegistry();
+    return { text: await registry.metrics(), contentType: registry.contentType };
+  }
+
+  private promRegistry(): Promise<Registry> {
+    this.formatter ??= import('prom-client').then(({ Registry, collectDefaultMetrics }) => {
+      const registry = new Registry();
+      for (const metric of this.families.values()) registry.registerMetric(metric as unknown as Metric);
+      collectDefaultMetrics({ register: registry });
+      return registry;
+    });
+    return this.formatter;
+  }
+}
+
 export function createMetricsRegistry(): MetricsRegistry {
-  const registry = new Registry();
-  setTimeout(() => addProcessMetrics(registry), 1000).unref();
-  return registry;
-}
-
-function addProcessMetrics(registry: MetricsRegistry) {
-  if (processMetricsAdded.has(registry)) return;
-  processMetricsAdded.add(registry);
-  collectDefaultMetrics({ register: registry });
-}
-
-/** The registry in Prometheus' text format, process metrics included. */
-export function scrapeText(registry: MetricsRegistry): Promise<string> {
-  addProcessMetrics(registry);
-  return registry.metrics();
+  return new MetricsRegistry();
 }
 
 /**
@@ -41,6 +64,10 @@ export function scrapeText(registry: MetricsRegistry): Promise<string> {
  * the same context (tests run two billing services as two "processes") shares the first's metric
  * instead of failing on a duplicate name.
  */
-export function metricOnce<M>(registry: MetricsRegistry, name: string, make: (registers: MetricsRegistry[]) => M): M {
-  return (registry.getSingleMetric(name) as M | undefined) ?? make([registry]);
+export function metricOnce<M extends MetricFamily>(registry: MetricsRegistry, name: string, make: () => M): M {
+  const existing = registry.getSingleMetric(name) as M | undefined;
+  if (existing) return existing;
+  const made = make();
+  registry.registerMetric(made);
+  return made;
 }
