@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { HotCounter, ScrapeGauge } from '../../src/platform/metrics/hot';
-import { createMetricsRegistry, metricOnce } from '../../src/platform/metrics/registry';
+import { createMetricsRegistry } from '../../src/platform/metrics/registry';
 import { parseMetrics } from '../support/prometheus';
 
 describe('metrics registry', () => {
@@ -40,7 +40,7 @@ describe('metrics registry', () => {
     const b = new HotCounter('cpd_test_shared_total', 'Shared', []).register(registry);
     expect(b).toBe(a);
     const g = new ScrapeGauge('cpd_test_shared_level', 'Shared gauge', (r) => r(1));
-    expect(metricOnce(registry, 'cpd_test_shared_level', () => g)).toBe(g);
+    expect(registry.register(g)).toBe(g);
     expect(new ScrapeGauge('cpd_test_shared_level', 'Shared gauge', (r) => r(2)).register(registry)).toBe(g);
   });
 });

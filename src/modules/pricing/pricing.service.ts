@@ -52,7 +52,6 @@ export function createPricingService(ctx: AppContext) {
   let gpus: GpuPrice[] = [];
   let bySlug = new Map<string, ModelPrice>();
   let lastChange: Date | null = null;
-  let following = false;
 
   async function reload() {
     // Sequential on purpose: parallel queries would open another pool connection at start-up (~7 ms).
@@ -70,11 +69,7 @@ export function createPricingService(ctx: AppContext) {
 
   return {
     /** Loads the cache and subscribes to changes from other processes; app.ts awaits it once. */
-    async load() {
-      if (following) return reload();
-      following = true;
-      await followChanges(ctx, CHANNEL, reload, 'pricing');
-    },
+    load: () => followChanges(ctx, CHANNEL, reload, 'pricing'),
 
     /** The price the gateway charges for a model slug, from the in-memory cache; null when unpriced. */
     priceOf(slug: string): { unit: PriceUnit; priceMicros: bigint } | null {

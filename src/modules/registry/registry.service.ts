@@ -80,7 +80,6 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   let byId = new Map<string, Artifact>();
   let records: ModelRecord[] = [];
   let recordsJson = '[]';
-  let following = false;
   let reloading: Promise<void> | null = null;
   // Download records go through the group-commit writer: a 302 does not wait for its row, and the
   // rows of the downloads answered together share one insert. Ids are made here, so a batch
@@ -166,11 +165,7 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
 
   return {
     /** Loads the catalog and follows changes from other processes; app.ts awaits it once. */
-    async load() {
-      if (following) return reload();
-      following = true;
-      await followChanges(ctx, REGISTRY_CHANNEL, reload, 'registry');
-    },
+    load: () => followChanges(ctx, REGISTRY_CHANNEL, reload, 'registry'),
 
     reload,
 

@@ -48,7 +48,6 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
   const { db } = ctx.database;
   let box: ReturnType<typeof secretBox> | null = null;
   const keys = () => (box ??= secretBox(ctx.config.secretKey(), 'router backend api keys'));
-  let following = false;
 
   async function reload() {
     const rows = await db.select().from(routerBackends).orderBy(asc(routerBackends.position));
@@ -88,11 +87,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
 
   return {
     /** Loads the set and follows changes from other processes; app start-up awaits it once. */
-    async load() {
-      if (following) return reload();
-      following = true;
-      await followChanges(ctx, CHANNEL, reload, 'router backends');
-    },
+    load: () => followChanges(ctx, CHANNEL, reload, 'router backends'),
 
     /** Replaces the admin-managed set in one transaction and tells every process. Bad input changes nothing. */
     async replace(input: BackendInput[]) {

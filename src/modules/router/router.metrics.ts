@@ -9,7 +9,7 @@
  * rotation and not listed; its key never appears), cpd_usage_pending (usage rows waiting for their
  * batch) and cpd_usage_set_aside (rows that could not be written since start).
  */
-import { HotCounter, ScrapeGauge } from '../../platform/metrics/hot';
+import { type GaugeCollect, HotCounter, ScrapeGauge } from '../../platform/metrics/hot';
 import type { MetricsRegistry } from '../../platform/metrics/registry';
 import type { BackendView } from './router.backends';
 
@@ -19,7 +19,7 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
   const tokens = counter('cpd_gateway_tokens_total', 'Tokens metered, by model and kind (prompt, completion)', ['model', 'kind']);
   const cost = counter('cpd_gateway_cost_micros_total', 'Cost billed, in micro-units of the site currency, by model', ['model', 'currency']);
   // One router per process: its gauges read that router's backend registry and usage writer.
-  const gauge = (name: string, help: string, collect: ConstructorParameters<typeof ScrapeGauge>[2]) => new ScrapeGauge(name, help, collect).register(registry);
+  const gauge = (name: string, help: string, collect: GaugeCollect) => new ScrapeGauge(name, help, collect).register(registry);
   gauge('cpd_router_backend_up', '1 when the backend is in rotation (healthy), 0 while it is backed off', (report) => {
     for (const b of sources.backends()) if (b.enabled) report(b.healthy ? 1 : 0, { model: b.model, backend: b.url });
   });

@@ -176,7 +176,6 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     }
     if (rows.length) opts.log.warn({ msg: `${opts.name} journal: shipping rows left by a process that is gone`, file: file.path, rows: rows.length });
     for (const row of rows) void track(file, opts.ship(row));
-    file.rows = rows.length;
     file.sealed = true;
     retireIfDone(file);
   }

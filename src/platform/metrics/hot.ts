@@ -9,7 +9,7 @@
  * caller's own strings (whose hashes are cached) and numbers, with no key built, and is updated in
  * place.
  */
-import { type MetricsRegistry, metricOnce } from './registry';
+import type { MetricsRegistry } from './registry';
 
 interface Series<V> {
   labels: Record<string, string>;
@@ -65,7 +65,7 @@ abstract class HotFamily<V> {
 
   /** Adds the family to the registry, or answers the one already there under this name. */
   register<T>(this: T & HotFamily<V>, registry: MetricsRegistry): T {
-    return metricOnce(registry, this.name, () => this);
+    return registry.register(this);
   }
 }
 
@@ -140,13 +140,16 @@ export class HotHistogram extends HotFamily<HistogramData> {
  * A gauge read at scrape time (a backend's health, rows waiting): `collect` reports the value of
  * each series it shows, from the module's own state, so requests pay nothing for it.
  */
+/** Reports the value of each series a scrape-time gauge shows (labels omitted: the one series). */
+export type GaugeCollect = (report: (value: number, labels?: Record<string, string>) => void) => void;
+
 export class ScrapeGauge {
   readonly type = 'gauge';
   readonly aggregator = 'sum';
   constructor(
     readonly name: string,
     readonly help: string,
-    private readonly collect: (report: (value: number, labels?: Record<string, string>) => void) => void,
+    private readonly collect: GaugeCollect,
   ) {}
 
   get() {
@@ -157,6 +160,6 @@ export class ScrapeGauge {
 
   /** Adds the gauge to the registry, or answers the one already there under this name. */
   register(registry: MetricsRegistry): ScrapeGauge {
-    return metricOnce(registry, this.name, () => this);
+    return registry.register(this);
   }
 }

@@ -26,16 +26,18 @@ export class MetricsRegistry {
     setTimeout(() => void this.promRegistry(), 1000).unref();
   }
 
-  /** The metric registered under this name, if any. */
-  getSingleMetric(name: string): MetricFamily | undefined {
-    return this.families.get(name);
-  }
-
-  registerMetric(metric: MetricFamily): void {
-    if (this.families.has(metric.name)) throw new Error(`a metric named ${metric.name} is already registered`);
+  /**
+   * Registers `metric`, or answers the one already registered under its name: a second service
+   * built on the same context (tests run two billing services as two "processes") shares the
+   * first's metric instead of failing on a duplicate name.
+   */
+  register<M extends MetricFamily>(metric: M): M {
+    const existing = this.families.get(metric.name);
+    if (existing) return existing as M;
     this.families.set(metric.name, metric);
     // Once prom-client is loaded (or loading: it then registers every family it finds), add it there too.
     void this.formatter?.then((r) => r.getSingleMetric(metric.name) || r.registerMetric(metric as unknown as Metric));
+    return metric;
   }
 
   /** Every metric in Prometheus' text format, and its content type. */
@@ -59,15 +61,3 @@ export function createMetricsRegistry(): MetricsRegistry {
   return new MetricsRegistry();
 }
 
-/**
- * The registry's metric of that name, made by `make` the first time: a second service built on
- * the same context (tests run two billing services as two "processes") shares the first's metric
- * instead of failing on a duplicate name.
- */
-export function metricOnce<M extends MetricFamily>(registry: MetricsRegistry, name: string, make: () => M): M {
-  const existing = registry.getSingleMetric(name) as M | undefined;
-  if (existing) return existing;
-  const made = make();
-  registry.registerMetric(made);
-  return made;
-}
