@@ -6,7 +6,7 @@
 import { asc } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { AppError } from '../../platform/errors';
-import { followChanges } from '../../platform/db';
+import { followChanges, serialReload } from '../../platform/db';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
 import { newId } from '../../platform/ids';
 import type { GpuPriceInput, ModelPriceInput, PriceUnit } from './pricing.schemas';
@@ -53,7 +53,7 @@ export function createPricingService(ctx: AppContext) {
   let bySlug = new Map<string, ModelPrice>();
   let lastChange: Date | null = null;
 
-  async function reload() {
+  const reload = serialReload(async () => {
     // Sequential on purpose: parallel queries would open another pool connection at start-up (~7 ms).
     const m = await db.select().from(modelPrices).orderBy(asc(modelPrices.position));
     const g = await db.select().from(gpuPrices).orderBy(asc(gpuPrices.position));
@@ -62,7 +62,7 @@ export function createPricingService(ctx: AppContext) {
     bySlug = new Map(models.map((p) => [p.slug, p]));
     const times = [...m, ...g].map((r) => r.updatedAt.getTime());
     lastChange = times.length ? new Date(Math.max(...times)) : null;
-  }
+  });
 
   const modelView = (p: ModelPrice) => ({ id: p.id, slug: p.slug, unit: p.unit, price: toMajor(p.priceMicros), currency });
   const gpuView = (p: GpuPrice) => ({ id: p.id, name: p.name, hourly_price: toMajor(p.hourlyPriceMicros), currency });

@@ -6,7 +6,7 @@
  */
 import { asc, eq, sql } from 'drizzle-orm';
 import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
-import { createBatchWriter, followChanges } from '../../platform/db';
+import { createBatchWriter, followChanges, serialReload } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import type { ObjectStore } from '../../platform/storage';
@@ -80,7 +80,6 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
   let byId = new Map<string, Artifact>();
   let records: ModelRecord[] = [];
   let recordsJson = '[]';
-  let reloading: Promise<void> | null = null;
   // Download records go through the group-commit writer: a 302 does not wait for its row, and the
   // rows of the downloads answered together share one insert. Ids are made here, so a batch
   // replayed after a lost acknowledgement inserts nothing twice; a row that cannot be written is
@@ -143,13 +142,8 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
     recordsJson = JSON.stringify(records);
   }
 
-  /** Single-flight reload: concurrent callers share one catalog read. */
-  function reload(): Promise<void> {
-    reloading ??= readCatalog().finally(() => {
-      reloading = null;
-    });
-    return reloading;
-  }
+  /** The catalog read again; the answer includes everything committed before the call. */
+  const reload = serialReload(readCatalog);
 
   function findArtifact(slug: string, quant: string, sdk: string): Artifact | null {
     const wanted = parseSdk(sdk)!;

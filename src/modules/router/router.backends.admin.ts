@@ -11,7 +11,7 @@ import { asc, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { secretBox } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
-import { followChanges } from '../../platform/db';
+import { followChanges, serialReload } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import type { BackendSet } from './router.backends';
 import { routerBackends } from './router.tables';
@@ -49,7 +49,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
   let box: ReturnType<typeof secretBox> | null = null;
   const keys = () => (box ??= secretBox(ctx.config.secretKey(), 'router backend api keys'));
 
-  async function reload() {
+  const reload = serialReload(async () => {
     const rows = await db.select().from(routerBackends).orderBy(asc(routerBackends.position));
     backends.replaceAdmin(
       rows.map((r) => {
@@ -67,7 +67,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
         return { model: r.model, url: r.url, apiKey, weight: r.weight, enabled };
       }),
     );
-  }
+  });
 
   function validate(input: BackendInput[]) {
     const seen = new Set<string>();

@@ -3,4 +3,4 @@ export { migrate, type MigrateOptions, type Migration } from './migrate';
 export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } from './batch-writer';
 export { isDatabaseUnreachable } from './unreachable';
 export { openJournal, type Journal } from './journal';
-export { followChanges } from './follow';
+export { followChanges, serialReload } from './follow';
