@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const sha256Hex = (value: string | Uint8Array) => createHash('sha256').update(value).digest('hex');
+/** Bun's one-shot hasher: a third of `createHash` per call, and every API key request hashes its key. */
+export const sha256Hex = (value: string | Uint8Array) => Bun.SHA256.hash(value, 'hex');
 
 export const hmacHex = (key: string, value: string) => createHmac('sha256', key).update(value).digest('hex');
 

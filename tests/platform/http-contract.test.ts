@@ -17,6 +17,9 @@ function build() {
     .use(requestLogPlugin(log))
     .use(errorPlugin(log))
     .get('/ok', () => ({ ok: true }))
+    .get('/redirect', () => new Response(null, { status: 302, headers: { location: '/ok' } }))
+    .get('/own-id', () => new Response('mine', { headers: { 'x-request-id': 'set-by-handler' } }))
+    .get('/stream', () => new Response(new Blob(['a']).stream()))
     .get('/conflict', () => {
       throw new AppError('conflict', 'email already registered');
     })
@@ -108,6 +111,17 @@ describe('error contract', () => {
     const res = await call('GET', '/limited');
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
+  });
+
+  test('a Response a handler returns carries X-Request-Id unchanged otherwise; its own id wins', async () => {
+    const send = (path: string, id: string) => app.handle(new Request(`http://localhost${path}`, { headers: { 'x-request-id': id } }));
+    const redirect = await send('/redirect', 'r-302');
+    expect([redirect.status, redirect.headers.get('location'), redirect.headers.get('x-request-id')]).toEqual([302, '/ok', 'r-302']);
+    const stream = await send('/stream', 'r-stream');
+    expect([stream.status, await stream.text(), stream.headers.get('x-request-id')]).toEqual([200, 'a', 'r-stream']);
+    expect((await send('/own-id', 'r-own')).headers.get('x-request-id')).toBe('set-by-handler');
+    // The context's copy is gone after the first such Response; the next request still gets its own.
+    expect((await send('/ok', 'r-next')).headers.get('x-request-id')).toBe('r-next');
   });
 
   test('a well-formed incoming X-Request-Id is kept, a malformed one replaced', async () => {

@@ -22,8 +22,18 @@ export const requestLogPlugin = (log: Logger) =>
     .onRequest(({ set, request }) => {
       const incoming = request.headers.get('x-request-id');
       const id = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : randomBase62(20);
+      // On the context: a response made by Elysia from a value, an error or an early answer gets it from there.
       set.headers['x-request-id'] = id;
       started.set(request, { id, at: performance.now() });
+    })
+    // A Response a handler returned gets it directly, and the context is left without headers:
+    // otherwise Elysia copies every such Response into a new one to merge them in (1.6 µs of the
+    // 25 µs an authenticated 302 took in-process). Returns nothing, so later hooks still run.
+    .mapResponse({ as: 'global' }, ({ response, set }) => {
+      const id = set.headers['x-request-id'];
+      if (!(response instanceof Response) || typeof id !== 'string') return;
+      if (!response.headers.has('x-request-id')) response.headers.set('x-request-id', id);
+      delete set.headers['x-request-id'];
     })
     .onAfterResponse({ as: 'global' }, (ctx) => {
       const { request, set } = ctx;
