@@ -24,10 +24,11 @@
  *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
  */
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../src/app';
 import { createTestContext } from '../tests/support/app';
-import { createTestDatabase } from '../tests/support/db';
+import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
 
@@ -40,6 +41,8 @@ const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TAR
 const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
 const root = join(import.meta.dir, '..');
 const children: Array<ReturnType<typeof Bun.spawn>> = [];
+/** The run's database, dropped at the end (each run wrote ~100 000 usage rows into a database it left behind). */
+const made: { db?: TestDatabase } = {};
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -84,11 +87,26 @@ async function cpuMs(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
+/**
+ * CPU time of every PostgreSQL process so far, in ms: what the database spends for the requests
+ * of a phase, on the same cores as the servers (its backends live as long as their pools).
+ */
+async function postgresCpuMs(): Promise<number> {
+  let ms = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await Bun.file(`/proc/${pid}/stat`).text().catch(() => '');
+    if (stat.includes(' (postgres) ')) ms += await cpuMs(Number(pid)).catch(() => 0);
+  }
+  return ms;
+}
+
 const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
 
 async function load(t: Target, n: number, concurrency: number) {
   const lat: number[] = [];
   const cpu0 = await cpuMs(t.pid);
+  const db0 = await postgresCpuMs();
   let next = 0;
   let failed = 0;
   const started = performance.now();
@@ -106,7 +124,8 @@ async function load(t: Target, n: number, concurrency: number) {
   );
   const seconds = (performance.now() - started) / 1000;
   const cpuPerRequest = ((await cpuMs(t.pid)) - cpu0) / n;
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed, cpuPerRequest };
+  const dbCpuPerRequest = ((await postgresCpuMs()) - db0) / n;
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed, cpuPerRequest, dbCpuPerRequest };
 }
 
 const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
@@ -170,6 +189,7 @@ async function main() {
 
   // cpd's data, written through its own services into a fresh PostgreSQL database.
   const testDb = await createTestDatabase('postgres');
+  made.db = testDb;
   const tc = await createTestContext('postgres', { LOG_LEVEL: 'warn' }, { testDb });
   const { services } = await buildApp(tc.ctx);
   await services.pricing.setModelPrices([{ slug: 'bench', unit: 'per_million_tokens', price: 0.5 }]);
@@ -239,7 +259,7 @@ async function main() {
     for (const t of targets) {
       const r = results[t.name]!;
       const added = t.name === 'direct' ? '' : `  added p50 ${f2(r.p50 - d.p50)} ms, p99 ${f2(r.p99 - d.p99)} ms`;
-      const cpu = `cpu ${f2(r.cpuPerRequest)} ms/req`;
+      const cpu = `cpu ${f2(r.cpuPerRequest)} ms/req${t.name.startsWith('cpd') ? ` (PostgreSQL ${f2(r.dbCpuPerRequest)})` : ''}`;
       console.log(`  ${t.name.padEnd(10)} p50 ${f2(r.p50)} ms  p99 ${f2(r.p99)} ms  ${r.rps.toFixed(0).padStart(6)} req/s  ${cpu}  failed ${r.failed}${added}`);
     }
     for (const limited of ['cpd+rules', 'cpd+spend'])
@@ -286,5 +306,7 @@ try {
   await main();
 } finally {
   for (const c of children) c.kill();
+  await Promise.all(children.map((c) => c.exited));
+  await made.db?.drop();
 }
 process.exit(0);
