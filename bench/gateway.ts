@@ -14,7 +14,8 @@
  *   portkey   the Portkey gateway (npm @portkey-ai/gateway) with a custom host, as a peer
  * Reports: added latency (p50, p99) over direct at concurrency 1 and 64, non-streaming; req/s
  * ratio ÷ bare; each server process's CPU time per request (from /proc, so a loaded machine
- * inflates it far less than latency) and its ratio to the bare proxy's; SSE added
+ * inflates it far less than latency) and its ratio to the bare proxy's, and for cpd the CPU time
+ * of every PostgreSQL process per request of the phase (the database shares the cores); SSE added
  * time-to-first-byte and inter-chunk gap for SERIAL_STREAMS streams one at a time and for a burst
  * of STREAMS concurrent streams, with the server's CPU per stream, and stalled streams; the
  * added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms
