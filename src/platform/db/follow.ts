@@ -7,9 +7,9 @@ import type { AppContext } from '../context';
  * `read` (a cache's read of its rows) one at a time, for callers who must see what was committed
  * before they called: a call while a read runs is answered by one more read after it (every such
  * call shares it). Two reads side by side could finish out of order and leave the older answer
- * in the cache until the next change; sharing the running read, as the catalog did, missed a
- * change committed after that read began. Both were seen with replicas: a replica kept charging
- * the price before last after a NOTIFY arrived while its reconnect's read was still out.
+ * in the cache until the next change (a replica whose reconnect's read was still out when a
+ * price change's NOTIFY arrived could go back to the price before last and charge it); sharing
+ * the running read, as the catalog did, missed a change committed after that read began.
  */
 export function serialReload(read: () => Promise<void>): () => Promise<void> {
   let running: Promise<void> | null = null;
