@@ -81,11 +81,15 @@ interface Target {
   pid: number;
 }
 
-/** User + system CPU time of a process so far, in ms. */
-async function cpuMs(pid: number): Promise<number> {
-  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+/** User + system CPU time so far, in ms, from a /proc/<pid>/stat line. */
+function cpuMsOf(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+/** User + system CPU time of a process so far, in ms. */
+async function cpuMs(pid: number): Promise<number> {
+  return cpuMsOf(await Bun.file(`/proc/${pid}/stat`).text());
 }
 
 /**
@@ -96,8 +100,8 @@ async function postgresCpuMs(): Promise<number> {
   let ms = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    const stat = await Bun.file(`/proc/${pid}/stat`).text().catch(() => '');
-    if (stat.includes(' (postgres) ')) ms += await cpuMs(Number(pid)).catch(() => 0);
+    const stat = await Bun.file(`/proc/${pid}/stat`).text().catch(() => ''); // a process that just ended
+    if (stat.includes(' (postgres) ')) ms += cpuMsOf(stat);
   }
   return ms;
 }

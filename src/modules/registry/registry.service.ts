@@ -64,7 +64,6 @@ export function assertSlug(slug: string): string {
   return slug;
 }
 
-/** A buffered download, named as the downloads table's columns (json_populate_recordset reads it). */
 /** A download row waiting for the next batch insert, as a JSON array (half the bytes of an object). */
 type PendingDownload = [id: string, userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
 

@@ -44,7 +44,6 @@ export interface Database {
   notify(channel: string, payload: string, on?: DbOrTx): Promise<void>;
   /** `SELECT 1` bounded by timeoutMs. */
   ping(timeoutMs: number): Promise<boolean>;
-
   close(): Promise<void>;
   /** PGlite only: the data directory as a tarball (test snapshots). */
   dump?(): Promise<Blob>;

@@ -136,13 +136,13 @@ export class HotHistogram extends HotFamily<HistogramData> {
   }
 }
 
+/** Reports the value of each series a scrape-time gauge shows (labels omitted: the one series). */
+export type GaugeCollect = (report: (value: number, labels?: Record<string, string>) => void) => void;
+
 /**
  * A gauge read at scrape time (a backend's health, rows waiting): `collect` reports the value of
  * each series it shows, from the module's own state, so requests pay nothing for it.
  */
-/** Reports the value of each series a scrape-time gauge shows (labels omitted: the one series). */
-export type GaugeCollect = (report: (value: number, labels?: Record<string, string>) => void) => void;
-
 export class ScrapeGauge {
   readonly type = 'gauge';
   readonly aggregator = 'sum';

@@ -60,4 +60,3 @@ export class MetricsRegistry {
 export function createMetricsRegistry(): MetricsRegistry {
   return new MetricsRegistry();
 }
-
