@@ -16,8 +16,9 @@
  * ratio ÷ bare; each server process's CPU time per request (from /proc, so a loaded machine
  * inflates it far less than latency) and its ratio to the bare proxy's, and for cpd the CPU time
  * of every PostgreSQL process per request of the phase (the database shares the cores); SSE added
- * time-to-first-byte and inter-chunk gap for SERIAL_STREAMS streams one at a time and for a burst
- * of STREAMS concurrent streams, with the server's CPU per stream, and stalled streams; the
+ * time-to-first-byte and inter-chunk gap for SERIAL_STREAMS streams one at a time, as many with a
+ * 50 KB prompt that the upstream takes PREFILL_MS to answer (as a model's prefill), and a burst of
+ * STREAMS concurrent streams, with the server's CPU per stream, and stalled streams; the
  * added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms
  * (issue 18: 0.3 ms, p99 1 ms); req/s at c=64 ≥ 0.5 × bare (0.6); added TTFB p99 ≤ 2 ms; zero stalled.
  *
@@ -37,6 +38,8 @@ const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
 const STREAMS = Number(process.env.STREAMS ?? 320);
 const SERIAL_STREAMS = Number(process.env.SERIAL_STREAMS ?? 50);
+/** How long the fake upstream takes to its first byte for a long prompt (a model's prefill). */
+const PREFILL_MS = 20;
 /** TARGETS=cpd,cpd-async runs only those (direct and bare always run: the baselines). */
 const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
 const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
@@ -134,16 +137,22 @@ async function load(t: Target, n: number, concurrency: number) {
 }
 
 const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
+/** A long prompt (~50 KB, as an agent's or a retrieval app's): the fake upstream takes PREFILL_MS before its first byte. */
+const longStreamBody = JSON.stringify({
+  model: 'bench',
+  messages: [{ role: 'user', content: 'The quick brown fox jumps over the lazy dog while the engineers measure. '.repeat(700) }],
+  stream: true,
+});
 
 /** One stream read to its end: time to its first body bytes, the gaps between reads, and whether [DONE] came. */
-async function oneStream(t: Target) {
+async function oneStream(t: Target, body = streamBody) {
   const t0 = performance.now();
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), 30_000);
   const gaps: number[] = [];
   let ttfb = Number.NaN;
   try {
-    const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: streamBody, signal: ac.signal });
+    const r = await fetch(`${t.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body, signal: ac.signal });
     const reader = r.body!.getReader();
     let last = 0;
     let text = '';
@@ -169,8 +178,8 @@ async function oneStream(t: Target) {
  * connection, and cpd's wallet grant, which an idle wallet gives back after a second). Also the
  * server's CPU time per stream: a burst of streams queues for that CPU, which is most of its TTFB.
  */
-async function sse(t: Target, count: number, concurrency: number) {
-  await oneStream(t);
+async function sse(t: Target, count: number, concurrency: number, body = streamBody) {
+  await oneStream(t, body);
   const results: Array<Awaited<ReturnType<typeof oneStream>>> = [];
   const cpu0 = await cpuMs(t.pid);
   let next = 0;
@@ -178,7 +187,7 @@ async function sse(t: Target, count: number, concurrency: number) {
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         next++;
-        results.push(await oneStream(t));
+        results.push(await oneStream(t, body));
       }
     }),
   );
@@ -189,7 +198,7 @@ async function sse(t: Target, count: number, concurrency: number) {
 }
 
 async function main() {
-  const { line: upstream, pid: upstreamPid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
+  const { line: upstream, pid: upstreamPid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream', String(PREFILL_MS)]);
   const { line: bare, pid: barePid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream]);
 
   // cpd's data, written through its own services into a fresh PostgreSQL database.
@@ -277,14 +286,21 @@ async function main() {
     console.log(`  server CPU per request ÷ bare proxy's: ${others.map((t) => `${t.name} ${cpuRatio(t.name)}×`).join(', ')}`);
   }
 
-  for (const [count, concurrency] of [
-    [SERIAL_STREAMS, 1],
-    [STREAMS, STREAMS],
-  ] as const) {
-    console.log(concurrency === 1 ? `\nSSE, ${count} streams one at a time, 20 chunks 10 ms apart` : `\nSSE, ${count} concurrent streams of 20 chunks 10 ms apart`);
+  const streamRuns = [
+    { count: SERIAL_STREAMS, concurrency: 1, body: streamBody, title: `SSE, ${SERIAL_STREAMS} streams one at a time, 20 chunks 10 ms apart` },
+    {
+      count: SERIAL_STREAMS,
+      concurrency: 1,
+      body: longStreamBody,
+      title: `SSE, ${SERIAL_STREAMS} streams one at a time with a ${(longStreamBody.length / 1024).toFixed(0)} KB prompt, the upstream ${PREFILL_MS} ms to its first byte`,
+    },
+    { count: STREAMS, concurrency: STREAMS, body: streamBody, title: `SSE, ${STREAMS} concurrent streams of 20 chunks 10 ms apart` },
+  ];
+  for (const { count, concurrency, body, title } of streamRuns) {
+    console.log(`\n${title}`);
     const streams: Record<string, Awaited<ReturnType<typeof sse>>> = {};
     for (const t of streamTargets) {
-      streams[t.name] = await sse(t, count, concurrency);
+      streams[t.name] = await sse(t, count, concurrency, body);
       const s = streams[t.name]!;
       // One stream at a time, a server's CPU is mostly its event loop waking for each chunk of a 200 ms stream: not shown.
       const cpu = concurrency > 1 ? `  cpu ${f2(s.cpuPerStream)} ms/stream` : '';

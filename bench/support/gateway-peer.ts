@@ -1,6 +1,7 @@
 /**
  * Helper processes for bench/gateway.ts, each printing its base URL on one stdout line:
- *   bun bench/support/gateway-peer.ts upstream           the fake OpenAI upstream (streams: 20 chunks 10 ms apart)
+ *   bun bench/support/gateway-peer.ts upstream [ms]      the fake OpenAI upstream (streams: 20 chunks 10 ms apart;
+ *                                                        after [ms] to the first byte when the prompt is over 10 KB)
  *   bun bench/support/gateway-peer.ts bare <upstream>    a bare Bun.serve passthrough proxy (the baseline)
  */
 import { startFakeUpstream } from '../../tests/support/fake-upstream';
@@ -9,7 +10,13 @@ const [mode, target] = process.argv.slice(2);
 
 if (mode === 'upstream') {
   const content = 'token '.repeat(20).trim();
-  const up = await startFakeUpstream({ models: ['bench'], behaviour: (body) => (body.stream ? { content, chunkDelayMs: 10 } : {}) });
+  // A prompt over 10 KB makes the model take `target` ms (a number here) before its first byte, as a prefill would.
+  const prefillMs = Number(target ?? 0);
+  const long = (body: Record<string, any>) => JSON.stringify(body.messages ?? []).length > 10_000;
+  const up = await startFakeUpstream({
+    models: ['bench'],
+    behaviour: (body) => (body.stream ? { content, chunkDelayMs: 10, firstByteDelayMs: long(body) ? prefillMs : 0 } : {}),
+  });
   console.log(up.url);
 } else if (mode === 'bare') {
   const server = Bun.serve({

@@ -50,7 +50,8 @@ export async function completionCounts(body: Record<string, unknown>, response: 
   return { prompt: await countPromptTokens(body), completion: await countCompletionTokens(out.text, out.tools), counted: true };
 }
 
-export function createStreamMeter(head: Chunk[], promptCount: number) {
+/** `countPrompt` counts the request's prompt tokens: asked only when the upstream reports none. */
+export function createStreamMeter(head: Chunk[], countPrompt: () => Promise<number>) {
   let text = '';
   let tools = '';
   let upstreamUsage: unknown = null;
@@ -77,7 +78,7 @@ export function createStreamMeter(head: Chunk[], promptCount: number) {
     async counts(outcome: StreamOutcome): Promise<UsageCounts> {
       if (outcome === 'done' && validUsage(upstreamUsage)) return { prompt: upstreamUsage.prompt_tokens, completion: upstreamUsage.completion_tokens, counted: false };
       const reportedPrompt = validUsage(upstreamUsage) ? upstreamUsage.prompt_tokens : null;
-      return { prompt: reportedPrompt ?? promptCount, completion: await countCompletionTokens(text, tools), counted: true };
+      return { prompt: reportedPrompt ?? (await countPrompt()), completion: await countCompletionTokens(text, tools), counted: true };
     },
     /** The chunk that ends the stream: the upstream's usage chunk (or one like it) with counts and cost. */
     finalChunk(outcome: StreamOutcome, counts: UsageCounts, costMicros: bigint, model: string): Chunk {

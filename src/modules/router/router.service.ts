@@ -324,17 +324,32 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     return { response, costMicros };
   }
 
+  /**
+   * A stream's prompt tokens, counted at most once and only when needed: for a per-token price
+   * (the provisional X-Cost), or when the upstream reports no usage. Counting a long prompt takes
+   * milliseconds (100 KB of text: ~3.6 ms on the development machine), so where a price needs it
+   * the count starts once the request is on its way upstream (Bun's fetch sends it from its own
+   * thread) and runs while the model works on its first token, not after that token arrived.
+   */
+  function promptCounter(body: Record<string, unknown>, candidates: Candidate[]): () => Promise<number> {
+    let counted: Promise<number> | null = null;
+    const count = () => (counted ??= countPromptTokens(body));
+    if (candidates.some((c) => c.price.unit === 'per_million_tokens')) setImmediate(() => void count().catch(() => {}));
+    return count;
+  }
+
   /** Opens a stream: admission and failover happen here, so an error is thrown before any chunk. */
   async function openStream(req: ChatRequest): Promise<ChatStream> {
     const a = await admit(req);
+    const prompt = promptCounter(req.body, a.plan.candidates);
     const { served, result: opened } = await call(a, true, (upstream, slug, control) =>
       openStreamOnce(upstream, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
     );
     const { candidate, lease } = served;
-    const promptCount = await countPromptTokens(req.body);
     const firstOut = outputText(opened.head.flatMap(deltasOf));
-    const headerCostMicros = costOf(candidate.price, promptCount, (await countText(firstOut.text)) + (await countText(firstOut.tools)));
-    const meter = createStreamMeter(opened.head, promptCount);
+    const headerCostMicros =
+      candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), (await countText(firstOut.text)) + (await countText(firstOut.tools)));
+    const meter = createStreamMeter(opened.head, prompt);
 
     /** Ends the stream's accounting once, whichever way it ended; resolves after the commit. */
     let ending: Promise<{ counts: UsageCounts; cost: bigint }> | null = null;
