@@ -114,10 +114,10 @@ async function request(path: Path): Promise<number> {
   const s = performance.now();
   let release: () => void = () => {};
   if (path === 'grants') {
-    const ticket = await keyLimits.admit({ userId: user.id, keyId: limited.id }, 'bench', ESTIMATE);
+    const ticket = await keyLimits.admit(await keyLimits.allowed(limited.id, 'bench'), ESTIMATE);
     release = () => ticket!.release();
   } else {
-    await keyLimits.admit({ userId: user.id, keyId: plain.id }, 'bench', ESTIMATE);
+    await keyLimits.admit(await keyLimits.allowed(plain.id, 'bench'), ESTIMATE);
     if (path === 'per-txn') release = await formerHold(plain.id, 1_000_000_000_000n, ESTIMATE);
   }
   const admitted = performance.now() - s;

@@ -121,26 +121,32 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   }
 
   /**
-   * Checks the key's limits for a request naming `entrypoint` with this upper-bound cost; answers
-   * the spend hold to release after the usage row committed (null when the key has no spend limit).
+   * The key's limits, once its `models` allow `entrypoint` (403 otherwise), before anything looks
+   * at the model: a key limited to some models learns nothing of the others, whether they exist or
+   * have a backend. Null for a session caller or a key without limits.
    */
-  async function admit(
-    caller: { userId: string; keyId: string | null },
-    entrypoint: string,
-    estimateMicros: bigint,
-    signal?: AbortSignal,
-  ): Promise<Ticket | null> {
-    if (!caller.keyId) return null;
-    const limits = await limitsOf(caller.keyId);
+  async function allowed(keyId: string | null, entrypoint: string): Promise<(KeyLimits & { keyId: string }) | null> {
+    if (!keyId) return null;
+    const limits = await limitsOf(keyId);
     if (!limits) return null;
     if (limits.models && !limits.models.includes(entrypoint)) throw new AppError('forbidden', `this API key may not use "${entrypoint}"`);
-    if (limits.rpm !== null) enforceRpm(caller.keyId, limits.rpm);
+    return { ...limits, keyId };
+  }
+
+  /**
+   * The rest of the key's limits for a request with this upper-bound cost; answers the spend hold
+   * to release after the usage row committed (null when the key has no spend limit).
+   */
+  async function admit(limits: (KeyLimits & { keyId: string }) | null, estimateMicros: bigint, signal?: AbortSignal): Promise<Ticket | null> {
+    if (!limits) return null;
+    if (limits.rpm !== null) enforceRpm(limits.keyId, limits.rpm);
     if (limits.spendLimitMicros === null) return null;
-    budgetOf(caller.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
-    return admission.admit(caller.keyId, estimateMicros, signal);
+    budgetOf(limits.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
+    return admission.admit(limits.keyId, estimateMicros, signal);
   }
 
   return {
+    allowed,
     admit,
     spentBy,
     consume,

@@ -196,16 +196,17 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
 
   /**
-   * Admit: validation, routing plan, the API key's limits and the wallet hold; latency is measured
-   * from here. Every entry point passes here, so each gets the key's limits. The ticket ends both
-   * holds when the usage row is committed.
+   * Admit: validation, the API key's models, the routing plan, the key's other limits and the
+   * wallet hold; latency is measured from here. Every entry point passes here, so each gets the
+   * key's limits. The ticket ends both holds when the usage row is committed.
    */
   async function admit(req: ChatRequest, kind: RequestKind = CHAT): Promise<Admitted> {
     const started = performance.now();
     kind.validate(req.body);
+    const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string) : null;
     const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
     if (!req.caller) return { req, plan: p, ticket: null, started };
-    const keyHold = await keyLimits.admit(req.caller, p.entrypoint, p.estimateMicros, req.signal);
+    const keyHold = await keyLimits.admit(key, p.estimateMicros, req.signal);
     let wallet: Ticket;
     try {
       wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);

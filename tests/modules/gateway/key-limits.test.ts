@@ -39,6 +39,7 @@ for (const kind of DB_KINDS) {
       await h.t.services.pricing.setModelPrices([
         { slug: 'm1', unit: 'per_million_tokens', price: 1000 },
         { slug: 'pr', unit: 'per_request', price: PER_REQUEST },
+        { slug: 'idle', unit: 'per_request', price: PER_REQUEST },
       ]);
       u = await fundedUser(h, 1_000_000_000n);
     });
@@ -106,6 +107,15 @@ for (const kind of DB_KINDS) {
       const refused = await client.chat.completions.create({ model: 'm1', messages: msg }).catch((e) => e);
       expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
       expect(refused.status).toBe(403);
+      // Outside `models` is 403 before the name is resolved: a limited key cannot tell a priced
+      // model with no backend ('idle', 503 for other keys) or an unknown one (404) from the rest.
+      expect(await statusOf(u.client.chat.completions.create({ model: 'idle', messages: msg }))).toBe(503);
+      expect(await statusOf(u.client.chat.completions.create({ model: 'ghost', messages: msg }))).toBe(404);
+      for (const model of ['idle', 'ghost']) {
+        const answer = await client.chat.completions.create({ model, messages: msg }).catch((e) => e);
+        expect(answer.status).toBe(403);
+        expect(answer.error).toBe(`this API key may not use "${model}"`); // the body's {"error": …}, as the client reads it
+      }
       // A change reaches the key at once.
       await api('PATCH', `/api/api-keys/${created.body.id}`, { models: ['m1'] });
       expect(await statusOf(client.chat.completions.create({ model: 'm1', messages: msg }))).toBe(200);
