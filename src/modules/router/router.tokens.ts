@@ -5,29 +5,59 @@
  * 3 more; tool definitions count as their JSON. Upstream models use other tokenizers, so a count
  * is an estimate within a few percent; upstream usage always wins when present.
  */
-type Counter = (text: string) => number;
+type Counter = (text: string) => Promise<number>;
 let counter: Promise<Counter> | null = null;
 
 /** Texts shorter than this are counted each time: it costs less than keeping them. */
 const CACHED_FROM_CHARS = 1024;
 /** What the cache of counts may keep, in characters (at most 16 MB). */
 const CACHED_CHARS = 8_000_000;
+/** Longer texts are counted in pieces of about this many characters, the event loop served between them. */
+const PIECE_CHARS = 16_384;
+/**
+ * Where a text may be cut without changing its count: before a space that starts a word, after a
+ * character that is not a space. o200k's pre-tokenizer never joins a token across that point
+ * (tests/modules/router/router.tokens.test.ts holds the pieces' sum to the whole on prose, code,
+ * JSON, CJK and irregular spacing).
+ */
+const BOUNDARY = /(?<=\S)(?= \p{L})/gu;
+
+/**
+ * A long text's count, piece by piece: counting takes ~0.4 ms per 10 KB, and a body may hold
+ * megabytes (GATEWAY_MAX_BODY), which in one go would hold every other request on this process
+ * for as long. A text with no cut point (a run without spaces) is counted whole.
+ */
+async function countInPieces(count: (text: string) => number, text: string): Promise<number> {
+  let total = 0;
+  let start = 0;
+  while (start < text.length) {
+    let end = text.length;
+    if (end - start > PIECE_CHARS) {
+      BOUNDARY.lastIndex = start + PIECE_CHARS;
+      end = BOUNDARY.exec(text)?.index ?? text.length;
+    }
+    total += count(text.slice(start, end));
+    start = end;
+    if (start < text.length) await new Promise((resolve) => setImmediate(resolve));
+  }
+  return total;
+}
 
 /**
  * The counter: the encoding's tables take a noticeable time to load, so they load on first use
  * (or preload()), not at start-up; the cache's module with them. Counts of recent long texts are
  * kept, by the text: a conversation sends all its earlier messages again with every turn, and an
- * agent its tool definitions, so each is counted once, not at every turn (counting takes ~0.4 ms
- * per 10 KB; a lookup hashes and compares the text).
+ * agent its tool definitions, so each is counted once, not at every turn (a lookup hashes and
+ * compares the text).
  */
 export function loadTokenizer(): Promise<Counter> {
   counter ??= Promise.all([import('gpt-tokenizer/encoding/o200k_base'), import('lru-cache')]).then(([{ countTokens }, { LRUCache }]) => {
     const recent = new LRUCache<string, number>({ maxSize: CACHED_CHARS, sizeCalculation: (_count, text) => text.length });
-    return (text: string) => {
+    return async (text: string) => {
       if (text.length < CACHED_FROM_CHARS) return countTokens(text);
       let counted = recent.get(text);
       if (counted === undefined) {
-        counted = countTokens(text);
+        counted = await countInPieces(countTokens, text);
         recent.set(text, counted);
       }
       return counted;

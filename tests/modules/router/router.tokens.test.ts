@@ -1,8 +1,11 @@
 /**
- * Token counting: o200k_base with OpenAI's chat accounting, and the cache of long texts' counts
- * (a conversation sends its earlier messages again with every turn).
+ * Token counting: o200k_base with OpenAI's chat accounting, the cache of long texts' counts (a
+ * conversation sends its earlier messages again with every turn), and long texts counted in
+ * pieces with the event loop served between them.
  */
 import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { countPromptTokens, countText } from '../../../src/modules/router/router.tokens';
 
@@ -34,5 +37,28 @@ describe('token counting', () => {
       expect(await countPromptTokens({ messages })).toBe(expected);
       messages.push({ role: 'assistant', content: paragraph(`answer ${turn}`) });
     }
+  });
+
+  test('a long text counted in pieces counts as it does whole: prose, code, JSON, CJK, irregular spacing', async () => {
+    const root = join(import.meta.dir, '../../..');
+    const texts = ['README.md', 'docs/gateway.md', 'src/modules/router/router.service.ts', 'node_modules/elysia/dist/index.mjs'].map((f) => readFileSync(join(root, f), 'utf8'));
+    texts.push(JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))).repeat(60));
+    texts.push('数一数这些词，然后再数一遍。 Mixed 文本 with English words and 中文 characters. '.repeat(800));
+    texts.push("It's   a  test\n\n  with   odd   spacing, tabs\tand 123456 numbers 3.14159, 'quotes' and https://example.com/a b c. ".repeat(600));
+    texts.push('x'.repeat(40_000)); // no cut point: counted whole
+    for (const text of texts) {
+      expect(text.length).toBeGreaterThan(20_000);
+      expect(await countText(text)).toBe(countTokens(text));
+    }
+  });
+
+  test('other work runs between the pieces of a long count', async () => {
+    let ran = false;
+    setImmediate(() => {
+      ran = true;
+    });
+    const text = paragraph('many pieces').repeat(60);
+    expect(await countText(text)).toBe(countTokens(text));
+    expect(ran).toBe(true);
   });
 });
