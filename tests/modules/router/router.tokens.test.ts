@@ -44,6 +44,8 @@ describe('token counting', () => {
     const texts = ['README.md', 'docs/gateway.md', 'src/modules/router/router.service.ts', 'node_modules/elysia/dist/index.mjs'].map((f) => readFileSync(join(root, f), 'utf8'));
     texts.push(JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))).repeat(60));
     texts.push('数一数这些词，然后再数一遍。 Mixed 文本 with English words and 中文 characters. '.repeat(800));
+    const chinese = '今天的天气很好，我们去公园散步吧。然后再回家吃饭！你觉得怎么样？好的：就这么办；走吧、快点。';
+    texts.push(chinese.repeat(1200), `${chinese}English，混合，Text。`.repeat(700));
     texts.push("It's   a  test\n\n  with   odd   spacing, tabs\tand 123456 numbers 3.14159, 'quotes' and https://example.com/a b c. ".repeat(600));
     texts.push('x'.repeat(40_000)); // no cut point: counted whole
     for (const text of texts) {
@@ -52,13 +54,14 @@ describe('token counting', () => {
     }
   });
 
-  test('other work runs between the pieces of a long count', async () => {
-    let ran = false;
-    setImmediate(() => {
-      ran = true;
-    });
-    const text = paragraph('many pieces').repeat(60);
-    expect(await countText(text)).toBe(countTokens(text));
-    expect(ran).toBe(true);
+  test('other work runs between the pieces of a long count, in English and in Chinese', async () => {
+    for (const text of [paragraph('many pieces').repeat(60), '长长的中文提示，没有空格，一句接着一句。'.repeat(3000)]) {
+      let ran = false;
+      setImmediate(() => {
+        ran = true;
+      });
+      expect(await countText(text)).toBe(countTokens(text));
+      expect(ran).toBe(true);
+    }
   });
 });
