@@ -1,6 +1,6 @@
 /**
  * Token counting for when the upstream reports no usage (and for aborted streams, whose final
- * usage chunk never comes). Method: the o200k_base BPE (gpt-tokenizer, the GPT-4o encoding), with
+ * usage chunk never comes), and for a stream's provisional X-Cost at a per-token price. Method: the o200k_base BPE (gpt-tokenizer, the GPT-4o encoding), with
  * OpenAI's chat accounting: each message costs its text tokens plus 3, the reply is primed with
  * 3 more; tool definitions count as their JSON. Upstream models use other tokenizers, so a count
  * is an estimate within a few percent; upstream usage always wins when present.
