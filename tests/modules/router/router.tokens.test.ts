@@ -47,7 +47,6 @@ describe('token counting', () => {
     const chinese = '今天的天气很好，我们去公园散步吧。然后再回家吃饭！你觉得怎么样？好的：就这么办；走吧、快点。';
     texts.push(chinese.repeat(1200), `${chinese}English，混合，Text。`.repeat(700));
     texts.push("It's   a  test\n\n  with   odd   spacing, tabs\tand 123456 numbers 3.14159, 'quotes' and https://example.com/a b c. ".repeat(600));
-    texts.push('x'.repeat(40_000)); // no cut point: counted whole
     for (const text of texts) {
       expect(text.length).toBeGreaterThan(20_000);
       expect(await countText(text)).toBe(countTokens(text));
@@ -63,5 +62,24 @@ describe('token counting', () => {
       expect(await countText(text)).toBe(countTokens(text));
       expect(ran).toBe(true);
     }
+  });
+
+  test('a run longer than 128 characters is counted 128 at a time: spaces, line breaks, signs, letters, Chinese without punctuation', async () => {
+    const chinese = '的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小军二无同么经法当起';
+    const runs = [' '.repeat(200_000), ' \n'.repeat(100_000), '-='.repeat(100_000), 'xy'.repeat(100_000), chinese.repeat(2_000)];
+    for (const run of runs) {
+      let bySlices = 0;
+      for (let at = 0; at < run.length; at += 128) bySlices += countTokens(run.slice(at, at + 128));
+      expect(await countText(run)).toBe(bySlices);
+      // A cut adds a few tokens at most: a shorter run, which the BPE can still take whole, shows how many.
+      const short = run.slice(0, 640);
+      const exact = countTokens(short);
+      const counted = await countText(short);
+      expect(counted).toBeGreaterThanOrEqual(exact);
+      expect(counted - exact).toBeLessThanOrEqual(4 * 4);
+    }
+    // Text around a long run is counted as it is.
+    const prose = paragraph('around').trim();
+    expect(await countText(`${prose}${' '.repeat(1000)}${prose}`)).toBe(countTokens(prose) + (await countText(' '.repeat(1000))) + countTokens(prose));
   });
 });
