@@ -1,6 +1,7 @@
 /**
- * The compiled binary: the gateway bills through a real listener, and SIGTERM drains every queued
- * usage row and debit before the process exits.
+ * The compiled binary: the gateway bills through a real listener, SIGTERM drains every queued
+ * usage row and debit before the process exits, and no prompt holds the process while its tokens
+ * are counted.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
@@ -11,6 +12,8 @@ import { ensureBuilt, type RunningBinary, startBinary } from '../../support/bina
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
 import { makeApiKey } from '../../support/make';
+import { waitFor } from '../../support/wait';
+import { countPromptTokens } from '../../../src/modules/router/router.tokens';
 
 describe('gateway in the compiled binary (postgres)', () => {
   let db: TestDatabase;
@@ -56,5 +59,54 @@ describe('gateway in the compiled binary (postgres)', () => {
                  (select balance_micros::text from wallets) as balance`,
     );
     expect(row).toEqual({ n, debited: String(n * 2000), balance: String(1_000_000 - n * 2000) });
+  });
+});
+
+describe('token counting in the compiled binary (postgres)', () => {
+  let db: TestDatabase;
+  let up: FakeUpstream;
+  let cpd: RunningBinary;
+  let key: string;
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    db = await createTestDatabase('postgres');
+    up = await startFakeUpstream({ models: ['m1'] });
+    const tc = await createTestContext('postgres', {}, { testDb: db });
+    const { services } = await buildApp(tc.ctx);
+    await services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_million_tokens', price: 1 }]);
+    const user = await services.accounts.createUser({ email: 'counted@example.com', password: 'binary-password' });
+    key = (await makeApiKey({ services }, user.id)).key;
+    await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000n, reference: 'counted', description: 'funds' });
+    await tc.close();
+    cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}` } });
+  }, 120_000);
+  afterAll(async () => {
+    await cpd?.stop();
+    await up?.close();
+    await db?.drop();
+  });
+
+  test('a stream whose prompt is a megabyte of spaces is counted without holding the process', async () => {
+    // The tokenizer's time grows with the square of a run of one kind of character: counting this
+    // prompt whole (for the stream's X-Cost, and here for its usage: the upstream reports none)
+    // held the process for hours. The upstream holds its answer until /healthz has answered.
+    const gate = Promise.withResolvers<void>();
+    up.set({ usage: false, content: 'fine', hold: { afterFrames: 0, until: gate.promise } });
+    const messages = [{ role: 'user' as const, content: `${' '.repeat(1_000_000)}hi` }];
+    const client = new OpenAI({ baseURL: `${cpd.url}/v1`, apiKey: key, maxRetries: 0 });
+    const streamed = (async () => {
+      const chunks = [];
+      for await (const c of await client.chat.completions.create({ model: 'm1', messages, stream: true })) chunks.push(c);
+      return chunks.at(-1) as unknown as { usage: { prompt_tokens: number } };
+    })();
+    try {
+      // The count starts once the request is on its way upstream.
+      await waitFor(() => up.requests.some((r) => r.path.endsWith('/chat/completions')), 'the request upstream');
+      expect((await fetch(`${cpd.url}/healthz`)).status).toBe(200);
+    } finally {
+      gate.resolve();
+    }
+    expect((await streamed).usage.prompt_tokens).toBe(await countPromptTokens({ messages }));
   });
 });
