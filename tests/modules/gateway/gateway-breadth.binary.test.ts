@@ -5,40 +5,31 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { sql } from 'drizzle-orm';
-import { buildApp } from '../../../src/app';
-import { createTestContext } from '../../support/app';
-import { ensureBuilt, type RunningBinary, startBinary } from '../../support/binary';
-import { createTestDatabase, type TestDatabase } from '../../support/db';
-import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
-import { makeApiKey } from '../../support/make';
+import type { RunningBinary } from '../../support/binary';
+import type { TestDatabase } from '../../support/db';
+import { type GatewayBinary, startGatewayBinary } from '../../support/gateway-binary';
 import { scrape } from '../../support/prometheus';
 
 const TOKEN = 'binary-metrics-token-0123456789';
 
 describe('embeddings, responses and metrics in the compiled binary (postgres)', () => {
+  let g: GatewayBinary;
   let db: TestDatabase;
-  let up: FakeUpstream;
   let cpd: RunningBinary;
   let client: OpenAI;
 
   beforeAll(async () => {
-    await ensureBuilt();
-    db = await createTestDatabase('postgres');
-    up = await startFakeUpstream({ models: ['m1'] });
-    const tc = await createTestContext('postgres', {}, { testDb: db });
-    const { services } = await buildApp(tc.ctx);
-    await services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_million_tokens', price: 1000 }]);
-    const user = await services.accounts.createUser({ email: 'breadth@example.com', password: 'breadth-password' });
-    const key = (await makeApiKey({ services }, user.id)).key;
-    await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000n, reference: 'breadth', description: 'funds' });
-    await tc.close();
-    cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}`, METRICS_TOKEN: TOKEN, RATE_LIMITS: 'gateway=10000/1m' } });
-    client = new OpenAI({ baseURL: `${cpd.url}/v1`, apiKey: key, maxRetries: 0 });
+    g = await startGatewayBinary({
+      price: { unit: 'per_million_tokens', price: 1000 },
+      email: 'breadth@example.com',
+      balanceMicros: 1_000_000n,
+      env: { METRICS_TOKEN: TOKEN, RATE_LIMITS: 'gateway=10000/1m' },
+    });
+    ({ db, cpd } = g);
+    client = new OpenAI({ baseURL: `${cpd.url}/v1`, apiKey: g.key, maxRetries: 0 });
   }, 120_000);
   afterAll(async () => {
-    await cpd?.stop();
-    await up?.close();
-    await db?.drop();
+    await g?.close();
   });
 
   test('N calls of each kind: answers, debits and metrics agree', async () => {

@@ -6,41 +6,22 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { sql } from 'drizzle-orm';
-import { buildApp } from '../../../src/app';
-import { createTestContext } from '../../support/app';
-import { ensureBuilt, type RunningBinary, startBinary } from '../../support/binary';
-import { createTestDatabase, type TestDatabase } from '../../support/db';
-import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
-import { makeApiKey } from '../../support/make';
+import { type GatewayBinary, startGatewayBinary } from '../../support/gateway-binary';
 import { waitFor } from '../../support/wait';
 import { countPromptTokens } from '../../../src/modules/router/router.tokens';
 
 describe('gateway in the compiled binary (postgres)', () => {
-  let db: TestDatabase;
-  let up: FakeUpstream;
-  let cpd: RunningBinary;
-  let key: string;
+  let g: GatewayBinary;
 
   beforeAll(async () => {
-    await ensureBuilt();
-    db = await createTestDatabase('postgres');
-    up = await startFakeUpstream({ models: ['m1'] });
-    const tc = await createTestContext('postgres', {}, { testDb: db });
-    const { services } = await buildApp(tc.ctx);
-    await services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.002 }]);
-    const user = await services.accounts.createUser({ email: 'binary@example.com', password: 'binary-password' });
-    key = (await makeApiKey({ services }, user.id)).key;
-    await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000n, reference: 'binary', description: 'funds' });
-    await tc.close();
-    cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}`, RATE_LIMITS: 'gateway=10000/1m' } });
+    g = await startGatewayBinary({ price: { unit: 'per_request', price: 0.002 }, email: 'binary@example.com', balanceMicros: 1_000_000n, env: { RATE_LIMITS: 'gateway=10000/1m' } });
   }, 120_000);
   afterAll(async () => {
-    await cpd?.stop();
-    await up?.close();
-    await db?.drop();
+    await g?.close();
   });
 
   test('JSON and SSE requests are billed; SIGTERM writes every usage row before exit', async () => {
+    const { cpd, db, key } = g;
     const client = new OpenAI({ baseURL: `${cpd.url}/v1`, apiKey: key, maxRetries: 0 });
     const n = 40;
     const costs = await Promise.all(
@@ -63,31 +44,17 @@ describe('gateway in the compiled binary (postgres)', () => {
 });
 
 describe('token counting in the compiled binary (postgres)', () => {
-  let db: TestDatabase;
-  let up: FakeUpstream;
-  let cpd: RunningBinary;
-  let key: string;
+  let g: GatewayBinary;
 
   beforeAll(async () => {
-    await ensureBuilt();
-    db = await createTestDatabase('postgres');
-    up = await startFakeUpstream({ models: ['m1'] });
-    const tc = await createTestContext('postgres', {}, { testDb: db });
-    const { services } = await buildApp(tc.ctx);
-    await services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_million_tokens', price: 1 }]);
-    const user = await services.accounts.createUser({ email: 'counted@example.com', password: 'binary-password' });
-    key = (await makeApiKey({ services }, user.id)).key;
-    await services.billing.credit(tc.ctx.database.db, { userId: user.id, type: 'adjustment', amountMicros: 1_000_000n, reference: 'counted', description: 'funds' });
-    await tc.close();
-    cpd = await startBinary({ env: { DATABASE_URL: db.url!, MODEL_BACKENDS: `m1=${up.url}` } });
+    g = await startGatewayBinary({ price: { unit: 'per_million_tokens', price: 1 }, email: 'counted@example.com', balanceMicros: 1_000_000n });
   }, 120_000);
   afterAll(async () => {
-    await cpd?.stop();
-    await up?.close();
-    await db?.drop();
+    await g?.close();
   });
 
   test('a stream whose prompt is a megabyte of spaces is counted without holding the process', async () => {
+    const { cpd, up, key } = g;
     // The tokenizer's time grows with the square of a run of one kind of character: counting this
     // prompt whole (for the stream's X-Cost, and here for its usage: the upstream reports none)
     // held the process for hours. The upstream holds its answer until /healthz has answered.
