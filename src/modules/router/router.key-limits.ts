@@ -36,6 +36,9 @@ export interface KeyLimits {
 /** The accounts module's lookup (its key cache); null for an unknown key. */
 export type KeyLimitsSource = (keyId: string) => Promise<KeyLimits | null>;
 
+/** A key's limits once its `models` allowed the request's name (createKeyLimits' `allowed`). */
+export type AllowedKey = KeyLimits & { keyId: string };
+
 export interface KeyLimitsOptions {
   /** This process's name in the grants table (the wallet grants' holder). */
   holder: string;
@@ -125,7 +128,7 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
    * at the model: a key limited to some models learns nothing of the others, whether they exist or
    * have a backend. Null for a session caller or a key without limits.
    */
-  async function allowed(keyId: string | null, entrypoint: string): Promise<(KeyLimits & { keyId: string }) | null> {
+  async function allowed(keyId: string | null, entrypoint: string): Promise<AllowedKey | null> {
     if (!keyId) return null;
     const limits = await limitsOf(keyId);
     if (!limits) return null;
@@ -137,7 +140,7 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
    * The rest of the key's limits for a request with this upper-bound cost; answers the spend hold
    * to release after the usage row committed (null when the key has no spend limit).
    */
-  async function admit(limits: (KeyLimits & { keyId: string }) | null, estimateMicros: bigint, signal?: AbortSignal): Promise<Ticket | null> {
+  async function admit(limits: AllowedKey | null, estimateMicros: bigint, signal?: AbortSignal): Promise<Ticket | null> {
     if (!limits) return null;
     if (limits.rpm !== null) enforceRpm(limits.keyId, limits.rpm);
     if (limits.spendLimitMicros === null) return null;

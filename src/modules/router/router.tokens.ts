@@ -35,13 +35,13 @@ const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${MAX_RUN + 1},}|\\s{${MAX_RUN + 1},
 
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
 /** `at`, moved past the second half of a surrogate pair so that no character is split. */
-const whole = (text: string, at: number) => (at < text.length && isLowSurrogate(text.charCodeAt(at)) ? at + 1 : at);
+const atWholeCharacter = (text: string, at: number) => (at < text.length && isLowSurrogate(text.charCodeAt(at)) ? at + 1 : at);
 
 /** Where the piece that starts at `start` ends: the first cut point past PIECE_CHARS, else (none within as much again) a forced cut. */
 function pieceEnd(text: string, start: number): number {
   if (text.length - start <= 2 * PIECE_CHARS) return text.length;
   const at = text.slice(start + PIECE_CHARS, start + 2 * PIECE_CHARS).search(CUT);
-  return whole(text, start + PIECE_CHARS + (at >= 0 ? at : PIECE_CHARS));
+  return atWholeCharacter(text, start + PIECE_CHARS + (at >= 0 ? at : PIECE_CHARS));
 }
 
 /** A piece's count, its runs longer than MAX_RUN counted MAX_RUN characters at a time. */
@@ -51,7 +51,7 @@ function countRuns(count: (text: string) => number, text: string): number {
   for (const run of text.matchAll(LONG_RUN)) {
     total += count(text.slice(from, run.index));
     for (let at = 0; at < run[0].length; ) {
-      const next = whole(run[0], at + MAX_RUN);
+      const next = atWholeCharacter(run[0], at + MAX_RUN);
       total += count(run[0].slice(at, next));
       at = next;
     }
@@ -68,7 +68,7 @@ async function countInPieces(count: (text: string) => number, text: string): Pro
   let total = 0;
   for (let start = 0; start < text.length; ) {
     const end = pieceEnd(text, start);
-    total += countRuns(count, start === 0 && end === text.length ? text : text.slice(start, end));
+    total += countRuns(count, text.slice(start, end));
     start = end;
     if (start < text.length) await new Promise((resolve) => setImmediate(resolve));
   }
