@@ -6,7 +6,9 @@
  *  - restore(): forwards again (stalled bytes are delivered);
  *  - loseNextCommitAck(): the next time the server acknowledges a COMMIT (PostgreSQL's
  *    CommandComplete "COMMIT"), that connection is dropped instead: the transaction is committed
- *    and the client never hears it.
+ *    and the client never hears it;
+ *  - loseNextAck(tag): the same for the next CommandComplete whose tag starts with `tag`
+ *    ("INSERT" for a statement committed on its own).
  */
 import { createConnection, createServer, type Socket } from 'node:net';
 
@@ -16,25 +18,29 @@ export interface TcpProxy {
   stall(): void;
   restore(): void;
   loseNextCommitAck(): void;
-  /** How many COMMIT acknowledgements were dropped. */
+  loseNextAck(tag: string): void;
+  /** How many acknowledgements were dropped. */
   readonly lostAcks: number;
   close(): Promise<void>;
 }
 
-/** CommandComplete ('C', length 11, "COMMIT\0"). */
-const COMMIT_ACK = Buffer.from([0x43, 0, 0, 0, 11, ...Buffer.from('COMMIT\0')]);
+/** Is there a CommandComplete message ('C', int32 length, tag) whose tag starts with `tag` in `data`? */
+function hasAck(data: Buffer, tag: Buffer): boolean {
+  for (let at = data.indexOf(tag); at >= 0; at = data.indexOf(tag, at + 1)) if (at >= 5 && data[at - 5] === 0x43) return true;
+  return false;
+}
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   let mode: 'up' | 'cut' | 'stall' = 'up';
   const pairs = new Set<[Socket, Socket]>();
-  let loseAck = false;
+  let loseAck: Buffer | null = null;
   let lostAcks = 0;
 
   function connect([client, upstream]: [Socket, Socket]) {
     client.pipe(upstream);
     upstream.on('data', (data: Buffer) => {
-      if (loseAck && data.includes(COMMIT_ACK)) {
-        loseAck = false;
+      if (loseAck && hasAck(data, loseAck)) {
+        loseAck = null;
         lostAcks++;
         client.destroy();
         upstream.destroy();
@@ -77,7 +83,10 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       }
     },
     loseNextCommitAck() {
-      loseAck = true;
+      loseAck = Buffer.from('COMMIT\0');
+    },
+    loseNextAck(tag) {
+      loseAck = Buffer.from(tag);
     },
     get lostAcks() {
       return lostAcks;

@@ -4,9 +4,9 @@
  * is held in memory; `cpd models publish` (another process) and metadata edits send NOTIFY
  * cpd_registry and every server reloads.
  */
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, type SQL, sql } from 'drizzle-orm';
 import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
-import { createBatchWriter, followChanges, serialReload } from '../../platform/db';
+import { createBatchWriter, followChanges, serialReload, sqlState } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { newId } from '../../platform/ids';
@@ -64,8 +64,28 @@ export function assertSlug(slug: string): string {
   return slug;
 }
 
+/** SQLSTATE of a duplicate key. */
+const UNIQUE_VIOLATION = '23505';
+
 /** A download row waiting for the next batch insert, as a JSON array (half the bytes of an object). */
-type PendingDownload = [id: string, userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
+export type PendingDownload = [id: string, userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];
+
+/**
+ * The insert of a batch of download records (`rowsJson`: PendingDownload[] as JSON); `replay` adds
+ * ON CONFLICT DO NOTHING, whose speculative insertion costs PostgreSQL about a third more per row
+ * (bench/download-insert.ts), so a batch is first written without it.
+ * One JSON parameter: drizzle's per-row SQL building was a quarter of the CPU of a 302 download
+ * under load. Rows are arrays, not objects: writing the parameter to the socket is most of what a
+ * batch costs here. jsonb, not json: each `->>` of a json element parses its text again (eight
+ * per row), which was half of PostgreSQL's time for a batch.
+ */
+export function insertDownloadsSql(rowsJson: string, replay: boolean): SQL {
+  return sql`
+    insert into downloads (id, user_id, key_id, artifact_id, slug, quant, sdk, created_at)
+    select r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, to_timestamp((r->>7)::float8 / 1000)
+    from jsonb_array_elements(${rowsJson}::jsonb) r
+    ${replay ? sql`on conflict (id) do nothing` : sql``}`;
+}
 
 function toRecord(m: ModelEntry): ModelRecord {
   const newest = m.artifacts.map((a) => a.sdk).sort(compareSdk).at(-1)!;
@@ -90,15 +110,15 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
     maxBatch: 500,
     concurrency: 1,
     async write(rows) {
-      // One JSON parameter: drizzle's per-row SQL building was a quarter of the CPU of a 302 download
-      // under load. Rows are arrays, not objects: writing the parameter to the socket is most of
-      // what a batch costs here. jsonb, not json: each `->>` of a json element parses its text
-      // again (eight per row), which was half of PostgreSQL's time for a batch.
-      await ctx.database.query(sql`
-        insert into downloads (id, user_id, key_id, artifact_id, slug, quant, sdk, created_at)
-        select r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, to_timestamp((r->>7)::float8 / 1000)
-        from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) r
-        on conflict (id) do nothing`);
+      const rowsJson = JSON.stringify(rows);
+      try {
+        // A plain insert first: only a replay can meet an existing id.
+        await ctx.database.query(insertDownloadsSql(rowsJson, false));
+      } catch (err) {
+        // A duplicate id: this batch committed before and its acknowledgement was lost.
+        if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
+        await ctx.database.query(insertDownloadsSql(rowsJson, true));
+      }
     },
     setAside: async () => {},
   });

@@ -14,6 +14,7 @@
  * Hand-written: no library of the field batches rows under a caller's await with this split.
  */
 import { rootMessage as reasonOf } from '../errors';
+import { sqlState } from './sql-state';
 import { isDatabaseUnreachable } from './unreachable';
 import type { Logger } from '../logger';
 
@@ -52,10 +53,8 @@ const BACKOFF_MAX_MS = 2_000;
 /** True when the error says the database could not be used, not that the rows are wrong. */
 export function isTransient(err: unknown): boolean {
   if (isDatabaseUnreachable(err)) return true;
-  // drizzle wraps the driver's error: the code is on a cause.
-  for (let e = err as { code?: unknown; cause?: unknown } | null, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++)
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return RETRYABLE_CLASSES.has(e.code.slice(0, 2));
-  return false;
+  const state = sqlState(err);
+  return state !== undefined && RETRYABLE_CLASSES.has(state.slice(0, 2));
 }
 
 export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {

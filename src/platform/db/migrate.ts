@@ -12,6 +12,7 @@ import { sql } from 'drizzle-orm';
 import { ConfigError } from '../../config-parse';
 import type { Database } from './client';
 import { embeddedMigrations } from './migrations.generated';
+import { sqlState } from './sql-state';
 
 export interface Migration {
   name: string;
@@ -34,14 +35,6 @@ function refuseOtherSite(recorded: string | null, site: string | undefined) {
 const MIGRATION_LOCK_KEY = 0x63_70_64_01;
 
 const hashOf = (m: Migration) => createHash('sha256').update(m.sql).digest('hex');
-
-/** PostgreSQL's SQLSTATE of a failed query, drizzle's wrapper or not. */
-function sqlState(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | null; e && typeof e === 'object'; e = e.cause as typeof e) {
-    if (typeof e.code === 'string') return e.code;
-  }
-  return undefined;
-}
 
 /**
  * Without taking the lock: is every migration already recorded, unchanged, and the site too? (the

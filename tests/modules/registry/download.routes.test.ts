@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
-import { DB_KINDS } from '../../support/db';
+import { createTestDatabase, DB_KINDS, type TestDatabase } from '../../support/db';
+import { type TcpProxy, startTcpProxy } from '../../support/tcp-proxy';
+import { openDatabase } from '../../../src/platform/db';
 import { makeApiKey, makeUser } from '../../support/make';
 import { bundleFiles, makeBundle, publish, unzip } from './support';
 import { manualClock } from '../../support/clock';
@@ -303,5 +305,44 @@ describe('download rate limit', () => {
     expect(limited.body).toEqual({ error: expect.any(String) });
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await t.request('GET', path, { token: user.token })).status).toBe(200);
+  });
+});
+
+describe('download records when a commit acknowledgement is lost (postgres)', () => {
+  let t: TestApp;
+  let testDb: TestDatabase;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    // The app reaches PostgreSQL through a TCP proxy that can drop the answer to an insert.
+    testDb = await createTestDatabase('postgres');
+    const target = new URL(testDb.url!);
+    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+    target.host = `127.0.0.1:${proxy.port}`;
+    const viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 4 });
+    t = await createTestApp('postgres', { RATE_LIMITS: 'download=1000/1m' }, { testDb: { ...testDb, database: viaProxy } });
+    const bundle = makeBundle(bundleFiles(1));
+    await publish(t, { path: bundle, slug: 'acked', quant: 'int4', sdk: 'v1.0' });
+    rmSync(bundle, { recursive: true, force: true });
+  });
+  afterAll(async () => {
+    await t.close();
+    await proxy.close();
+    await testDb.drop();
+  });
+
+  test('the replayed batch stores each download once and sets none aside', async () => {
+    const user = await makeUser(t);
+    const key = await makeApiKey(t, user.id);
+    const path = '/api/models/acked/download?quant=int4&sdk=v1.0&format=json';
+    proxy.loseNextAck('INSERT');
+    const statuses = await Promise.all(Array.from({ length: 12 }, () => t.request('GET', path, { token: key.key }).then((r) => r.status)));
+    expect(statuses).toEqual(Array(12).fill(200));
+    await t.services.registry.flushDownloads();
+    expect(proxy.lostAcks).toBe(1);
+    const [row] = await testDb.database.query<{ n: number; ids: number }>(
+      sql`select count(*)::int as n, count(distinct id)::int as ids from downloads where user_id = ${user.id}`,
+    );
+    expect(row).toEqual({ n: 12, ids: 12 });
+    expect(t.logs.filter((line) => line.includes('set aside'))).toEqual([]);
   });
 });
