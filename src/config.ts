@@ -15,9 +15,9 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from './config-parse';
 import { type RouterSettings, routerSettings } from './modules/router/router.config';
+import { nodeCrypto, randomBytes } from './platform/crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
 
 export { ConfigError, parseDuration } from './config-parse';
@@ -305,6 +305,7 @@ function paymentCredentials(get: (name: string) => string | undefined, live: Pay
     const raw = need(name);
     const text = raw.includes('-----BEGIN') ? raw.replace(/\\n/g, '\n') : existsSync(raw) ? readFileSync(raw, 'utf8') : fail(name, 'is neither a PEM key nor a readable file');
     try {
+      const { createPrivateKey, createPublicKey } = nodeCrypto();
       (kind === 'private' ? createPrivateKey : createPublicKey)(text);
     } catch {
       fail(name, `is not a valid ${kind} key (PEM)`);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { baseEnv, ensureBuilt, startBinary } from '../support/binary';
 import postgres from 'postgres';
 import { createEmptyPostgresDatabase, createTestDatabase } from '../support/db';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres';
 
 let cpd: string;
 let root: string;
@@ -90,6 +91,37 @@ describe('an unreachable database', () => {
       expect(r.stderr).not.toContain('migrations failed');
     });
   }
+});
+
+describe('PostgreSQL that asks for a password (SCRAM-SHA-256, as managed services do)', () => {
+  let pg: PrivatePostgres;
+  let url: string;
+  beforeAll(async () => {
+    pg = await startPrivatePostgres({ password: 'cpd-s3cret' });
+    url = await pg.createDatabase('cpd');
+  }, 120_000);
+  afterAll(() => pg.close());
+
+  test('cpd serve authenticates, migrates and answers /healthz', async () => {
+    const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'scram-')) } });
+    try {
+      const res = await fetch(`${server.url}/healthz`);
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  test('a wrong password or database name: "cannot connect" naming host:port/name and why, never the password, exit 2', async () => {
+    for (const [wrong, why] of [
+      [url.replace('cpd-s3cret', 'not-the-s3cret'), 'password authentication failed'],
+      [url.replace(/\/cpd$/, '/cdp'), 'database "cdp" does not exist'],
+    ] as const) {
+      const r = await run(['serve'], { DATABASE_URL: wrong, DATA_DIR: mkdtempSync(join(root, 'scram-')) });
+      expectOneLineRefusal(r, 'cannot connect to the database', `127.0.0.1:${pg.port}/`, why);
+      expect(r.stderr).not.toContain('s3cret');
+    }
+  });
 });
 
 describe('the first admin on the systemd layout (DATA_DIR in the env file)', () => {

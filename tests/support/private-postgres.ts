@@ -7,10 +7,12 @@
  *   await pg.stop('fast');  await pg.start();       // a clean shutdown, then up again
  *   await pg.restart('immediate');                  // a crash (SIGQUIT to every backend), then crash recovery
  *   await pg.close();                               // stops it and removes the directory
+ *   await startPrivatePostgres({ password: 'pw' })  // TCP connections authenticate with SCRAM-SHA-256
  *
  * It runs the Debian server binaries (/usr/lib/postgresql/<major>/bin, or PG_BIN). initdb and the
  * server refuse to run as root: as root they run as the `postgres` OS user (runuser), otherwise as
- * the current user. Trust authentication on 127.0.0.1 only, the Unix socket in the temp dir.
+ * the current user. Trust authentication on 127.0.0.1 only (SCRAM-SHA-256 with a password, as
+ * managed PostgreSQL services require), the Unix socket in the temp dir.
  * fsync is off (a test cluster need not survive a power cut); synchronous_commit stays on, so a
  * commit acknowledged to a client survives a crash of the server, as in production.
  */
@@ -24,7 +26,7 @@ export type ShutdownMode = 'smart' | 'fast' | 'immediate';
 
 export interface PrivatePostgres {
   port: number;
-  /** postgres://postgres@127.0.0.1:PORT */
+  /** postgres://postgres[:password]@127.0.0.1:PORT */
   url: string;
   createDatabase(name: string): Promise<string>;
   stop(mode: ShutdownMode): Promise<void>;
@@ -44,7 +46,7 @@ function binDir(): string {
   return join(root, newest, 'bin');
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(opts: { password?: string } = {}): Promise<PrivatePostgres> {
   const bin = binDir();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'cpd-private-pg-'));
@@ -69,7 +71,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     return out;
   }
 
-  await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  const auth = ['--auth=trust'];
+  if (opts.password !== undefined) {
+    const pwfile = join(dir, 'pwfile');
+    await Bun.write(pwfile, opts.password);
+    if (asRoot) await run(['chown', 'postgres', pwfile], false);
+    auth.push('--auth-host=scram-sha-256', `--pwfile=${pwfile}`);
+  }
+  await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions']);
   let port = 0;
   const options = () => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
   const pgCtl = (...args: string[]) => run([join(bin, 'pg_ctl'), '-D', data, '-l', logFile, '-w', '-t', '60', ...args]);
@@ -87,7 +96,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       }
     }
   }
-  const url = `postgres://postgres@127.0.0.1:${port}`;
+  const url = `postgres://postgres${opts.password === undefined ? '' : `:${encodeURIComponent(opts.password)}`}@127.0.0.1:${port}`;
   let running = true;
 
   return {

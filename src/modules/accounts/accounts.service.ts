@@ -2,10 +2,9 @@
  * Accounts: users, login (password, then TOTP when enabled), session tokens and API keys.
  * Secrets are random (256 bits for sessions and challenges) and stored only as SHA-256.
  */
-import { randomBytes } from 'node:crypto';
 import { and, desc, eq, gt, lte, ne, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
-import { sha256Hex } from '../../platform/crypto';
+import { randomBytes, sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import type { Caller, CallerResolver } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';

@@ -4,10 +4,9 @@
  * A code is accepted one step either side of now (clock drift) and never twice: the accepted
  * time step is recorded and later codes must be newer.
  */
-import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, lt, or } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
-import { sha256Hex } from '../../platform/crypto';
+import { randomBytes, sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { recoveryCodes, users } from './accounts.tables';

@@ -3,9 +3,9 @@
  * into DATA_DIR/bundles/<slug>-<quant>-<sdk>/, each file checked against its SHA-256. A copy
  * whose `.complete` marker names the artifact's content hash is reused as is.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
+import { randomBytes } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import type { Artifact, RegistryService } from '../registry';
 import type { EngineEntry } from './runtime.engines';
@@ -61,7 +61,7 @@ async function copyBundle(registry: BundleSource, artifact: Artifact, target: st
 }
 
 async function copyHashing(stream: ReadableStream<Uint8Array>, dest: string): Promise<string> {
-  const hash = createHash('sha256');
+  const hash = new Bun.CryptoHasher('sha256');
   const out = createWriteStream(dest);
   try {
     for await (const chunk of stream) {

@@ -7,10 +7,10 @@
  * symlink over it. The version it replaces stays behind `previous` for --rollback. Any failure
  * removes the staging folder and leaves the installed versions untouched.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../config';
+import { randomBytes } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { classifyAsset, type Release, type ReleaseAsset, type ReleasesService } from '../releases';
 import { extractArchive } from './runtime.archive';
@@ -83,7 +83,7 @@ async function download(asset: ReleaseAsset, file: string, onProgress: InstallOp
     throw new AppError('upstream', `download of ${asset.name} failed: ${err.message}`);
   });
   if (!res.ok || !res.body) throw new AppError('upstream', `download of ${asset.name} failed: HTTP ${res.status}`);
-  const hash = createHash('sha256');
+  const hash = new Bun.CryptoHasher('sha256');
   const out = createWriteStream(file);
   let done = 0;
   try {

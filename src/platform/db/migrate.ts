@@ -7,7 +7,6 @@
  * Not drizzle's migrator: it reads migrations/ from the filesystem at run time, and the compiled
  * binary has no such folder; ours takes the SQL embedded by migrations.generated.ts.
  */
-import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { ConfigError } from '../../config-parse';
 import type { Database } from './client';
@@ -34,7 +33,7 @@ function refuseOtherSite(recorded: string | null, site: string | undefined) {
 // Arbitrary but fixed: "cpd" migrate lock.
 const MIGRATION_LOCK_KEY = 0x63_70_64_01;
 
-const hashOf = (m: Migration) => createHash('sha256').update(m.sql).digest('hex');
+const hashOf = (m: Migration) => Bun.SHA256.hash(m.sql, 'hex');
 
 /**
  * Without taking the lock: is every migration already recorded, unchanged, and the site too? (the

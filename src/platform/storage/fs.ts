@@ -2,10 +2,10 @@
  * Local filesystem store (STORAGE_URL=file://…, default DATA_DIR/objects). Links are HMAC-signed
  * with an expiry and served by this server (`serveSigned`), with HEAD and Range.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Clock } from '../clock';
+import { randomBytes } from '../crypto';
 import { AppError } from '../errors';
 import { assertKey, type ObjectStore, type PresignOptions } from './object-store';
 import { rangeNotSatisfiable, rangeResponseInit } from './range';

@@ -1,11 +1,11 @@
-import { createSign, createVerify } from 'node:crypto';
+import { nodeCrypto } from '../../../platform/crypto';
 
 /** SHA256withRSA (WeChat Pay v3 "WECHATPAY2-SHA256-RSA2048", Alipay "RSA2"), base64 signatures. */
-export const rsaSign = (message: string, privateKeyPem: string) => createSign('RSA-SHA256').update(message, 'utf8').sign(privateKeyPem, 'base64');
+export const rsaSign = (message: string, privateKeyPem: string) => nodeCrypto().createSign('RSA-SHA256').update(message, 'utf8').sign(privateKeyPem, 'base64');
 
 export function rsaVerify(message: string, signatureBase64: string, publicKeyPem: string): boolean {
   try {
-    return createVerify('RSA-SHA256').update(message, 'utf8').verify(publicKeyPem, signatureBase64, 'base64');
+    return nodeCrypto().createVerify('RSA-SHA256').update(message, 'utf8').verify(publicKeyPem, signatureBase64, 'base64');
   } catch {
     return false;
   }

@@ -5,8 +5,8 @@
  * decrypted with AES-256-GCM under the APIv3 key. Written against the HTTP API directly: there is
  * no maintained official Node SDK for v3.
  */
-import { createDecipheriv, randomBytes } from 'node:crypto';
 import type { Config, PaymentCredentials } from '../../../config';
+import { nodeCrypto, randomBytes } from '../../../platform/crypto';
 import { fromMinorUnits, toMinorUnits } from '../money';
 import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
 import { chinaTime, rsaSign, rsaVerify } from './rsa';
@@ -36,7 +36,7 @@ export function wechatAuthorization(creds: WechatCredentials, method: string, pa
 /** AEAD_AES_256_GCM: the ciphertext is base64(encrypted ‖ 16-byte tag). */
 export function decryptResource(apiV3Key: string, resource: WechatNotification['resource']): string {
   const data = Buffer.from(resource.ciphertext, 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', Buffer.from(apiV3Key, 'utf8'), Buffer.from(resource.nonce, 'utf8'));
+  const decipher = nodeCrypto().createDecipheriv('aes-256-gcm', Buffer.from(apiV3Key, 'utf8'), Buffer.from(resource.nonce, 'utf8'));
   decipher.setAuthTag(data.subarray(data.length - 16));
   decipher.setAAD(Buffer.from(resource.associated_data ?? '', 'utf8'));
   return Buffer.concat([decipher.update(data.subarray(0, data.length - 16)), decipher.final()]).toString('utf8');
