@@ -13,6 +13,7 @@ import { baseEnv, ensureBuilt, startBinary } from '../support/binary';
 import postgres from 'postgres';
 import { createEmptyPostgresDatabase, createTestDatabase } from '../support/db';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres';
+import { waitFor } from '../support/wait';
 
 let cpd: string;
 let root: string;
@@ -108,6 +109,37 @@ describe('PostgreSQL that asks for a password (SCRAM-SHA-256, as managed service
       const res = await fetch(`${server.url}/healthz`);
       expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
     } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  test('a password rotated under a running server: 503 "database unavailable" while it is wrong, serving again once it is right', async () => {
+    const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'scram-')) } });
+    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    const health = async () => {
+      const res = await fetch(`${server.url}/healthz`);
+      return { status: res.status, body: await res.json() };
+    };
+    try {
+      expect(await health()).toEqual({ status: 200, body: { status: 'ok' } });
+      await admin`alter role postgres password 'rotated-s3cret'`;
+      // Open connections stay authenticated: end them, so the server has to log in again.
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = 'cpd' and pid <> pg_backend_pid()`;
+      await waitFor(async () => (await health()).status === 503, 'a 503 while the password is wrong');
+      expect(await health()).toEqual({ status: 503, body: { error: 'database unavailable' } });
+      // A request that reads the database gets the same answer, not a 500.
+      const login = await fetch(`${server.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: 'nobody@example.com', password: 'not-a-password' }),
+      });
+      expect({ status: login.status, body: await login.json() }).toEqual({ status: 503, body: { error: 'database unavailable' } });
+      await admin`alter role postgres password 'cpd-s3cret'`;
+      await waitFor(async () => (await health()).status === 200, 'serving again');
+      expect(server.logs()).not.toContain('s3cret');
+    } finally {
+      await admin`alter role postgres password 'cpd-s3cret'`;
+      await admin.end();
       expect(await server.stop()).toBe(0);
     }
   });
