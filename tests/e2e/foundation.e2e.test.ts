@@ -13,7 +13,7 @@ import postgres from 'postgres';
 import { embeddedMigrations } from '../../src/platform/db/migrations.generated';
 import { baseEnv, ensureBuilt, type RunningBinary, startBinary } from '../support/binary';
 import { createEmptyPostgresDatabase } from '../support/db';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { startPostgresProxy, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 let dir: string;
@@ -267,10 +267,9 @@ describe('cpd serve on PostgreSQL (through a proxy that can cut the database off
   let db: Awaited<ReturnType<typeof createEmptyPostgresDatabase>>;
   beforeAll(async () => {
     db = await createEmptyPostgresDatabase();
-    const target = new URL(db.url);
-    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-    target.host = `127.0.0.1:${proxy.port}`;
-    server = await startBinary({ binary: cpd, env: { DATABASE_URL: target.toString() } });
+    const linked = await startPostgresProxy(db.url);
+    proxy = linked.proxy;
+    server = await startBinary({ binary: cpd, env: { DATABASE_URL: linked.url } });
   }, 90_000);
   afterAll(async () => {
     await server?.stop();

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { type RunningBinary, startBinary } from '../support/binary';
 import { sendChunked } from '../support/chunked';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { startPostgresProxy, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 const MiB = 1024 * 1024;
@@ -45,10 +45,9 @@ function memoryOf(pid: number): { peak: number; now: number } {
 
 beforeAll(async () => {
   db = await createTestDatabase('postgres');
-  const target = new URL(db.url!);
-  proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-  target.host = `127.0.0.1:${proxy.port}`;
-  cpd = await startBinary({ env: { DATABASE_URL: target.toString(), SECRET_KEY: 'k'.repeat(40) } });
+  const linked = await startPostgresProxy(db.url!);
+  proxy = linked.proxy;
+  cpd = await startBinary({ env: { DATABASE_URL: linked.url, SECRET_KEY: 'k'.repeat(40) } });
   const registered = await call('POST', '/api/auth/register', { body: { email: 'hardening@example.com', password: 'correct horse battery' } });
   expect(registered.status, registered.text).toBe(201);
   token = (registered.body as { token: string }).token;

@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { type Database, createBatchWriter, openDatabase } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
 import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
-import { type TcpProxy, startTcpProxy } from '../support/tcp-proxy';
+import { type TcpProxy, startPostgresProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 interface Row {
@@ -109,10 +109,9 @@ describe('batch writer through a TCP proxy (postgres)', () => {
   beforeAll(async () => {
     t = await createTestDatabase('postgres');
     await t.database.query(sql`create table bw_rows (id text primary key, n integer not null)`);
-    const target = new URL(t.url!);
-    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-    target.host = `127.0.0.1:${proxy.port}`;
-    viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 4 });
+    const linked = await startPostgresProxy(t.url!);
+    proxy = linked.proxy;
+    viaProxy = await openDatabase({ databaseUrl: linked.url, maxConnections: 4 });
   });
   // Closing the pool waits (up to its 5 s) for the write the last test gave up on, still pending in the driver.
   afterAll(async () => {

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { type Database, type DbOrTx, createBatchWriter, isTransient, openDatabase } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
 import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
-import { type TcpProxy, startTcpProxy } from '../support/tcp-proxy';
+import { type TcpProxy, startPostgresProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 interface Row {
@@ -119,10 +119,9 @@ describe('pipelined transaction through a TCP proxy (postgres)', () => {
   beforeAll(async () => {
     t = await createTestDatabase('postgres');
     await setUp(t.database);
-    const target = new URL(t.url!);
-    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-    target.host = `127.0.0.1:${proxy.port}`;
-    viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 2 });
+    const linked = await startPostgresProxy(t.url!);
+    proxy = linked.proxy;
+    viaProxy = await openDatabase({ databaseUrl: linked.url, maxConnections: 2 });
   });
   afterAll(async () => {
     proxy.restore();

@@ -11,6 +11,8 @@
  *    ("INSERT" for a statement committed on its own).
  */
 import { createConnection, createServer, type Socket } from 'node:net';
+import { openDatabase } from '../../src/platform/db';
+import { createTestDatabase, type TestDatabase } from './db';
 
 export interface TcpProxy {
   port: number;
@@ -100,4 +102,24 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** A proxy in front of the PostgreSQL server of `databaseUrl`, and the same URL through it. */
+export async function startPostgresProxy(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(databaseUrl);
+  const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+  target.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: target.toString() };
+}
+
+/**
+ * A fresh PostgreSQL test database, and a handle on it through a proxy: `proxied` is `direct`
+ * with its `database` opened through the proxy (for the code under test); `direct` checks the
+ * outcome whatever the proxy does. The caller closes the proxy and drops `direct`.
+ */
+export async function createProxiedTestDatabase(maxConnections: number): Promise<{ direct: TestDatabase; proxied: TestDatabase; proxy: TcpProxy }> {
+  const direct = await createTestDatabase('postgres');
+  const { proxy, url } = await startPostgresProxy(direct.url!);
+  const database = await openDatabase({ databaseUrl: url, maxConnections });
+  return { direct, proxied: { ...direct, database }, proxy };
 }

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
-import { createTestDatabase, DB_KINDS, type TestDatabase } from '../../support/db';
-import { type TcpProxy, startTcpProxy } from '../../support/tcp-proxy';
-import { openDatabase } from '../../../src/platform/db';
+import { DB_KINDS, type TestDatabase } from '../../support/db';
+import { createProxiedTestDatabase, type TcpProxy } from '../../support/tcp-proxy';
 import { makeApiKey, makeUser } from '../../support/make';
 import { bundleFiles, makeBundle, publish, unzip } from './support';
 import { manualClock } from '../../support/clock';
@@ -314,12 +313,9 @@ describe('download records when a commit acknowledgement is lost (postgres)', ()
   let proxy: TcpProxy;
   beforeAll(async () => {
     // The app reaches PostgreSQL through a TCP proxy that can drop the answer to an insert.
-    testDb = await createTestDatabase('postgres');
-    const target = new URL(testDb.url!);
-    proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-    target.host = `127.0.0.1:${proxy.port}`;
-    const viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 4 });
-    t = await createTestApp('postgres', { RATE_LIMITS: 'download=1000/1m' }, { testDb: { ...testDb, database: viaProxy } });
+    const made = await createProxiedTestDatabase(4);
+    ({ direct: testDb, proxy } = made);
+    t = await createTestApp('postgres', { RATE_LIMITS: 'download=1000/1m' }, { testDb: made.proxied });
     const bundle = makeBundle(bundleFiles(1));
     await publish(t, { path: bundle, slug: 'acked', quant: 'int4', sdk: 'v1.0' });
     rmSync(bundle, { recursive: true, force: true });

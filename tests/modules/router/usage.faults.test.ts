@@ -5,9 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase } from '../../../src/platform/db';
-import { type TcpProxy, startTcpProxy } from '../../support/tcp-proxy';
-import { createTestDatabase, type TestDatabase } from '../../support/db';
+import { createProxiedTestDatabase, type TcpProxy } from '../../support/tcp-proxy';
+import type { TestDatabase } from '../../support/db';
 import { fundedUser, type Harness, startHarness, waitFor } from '../gateway/gateway-harness';
 
 // 1000 per million tokens: one token costs 1000 micro-units.
@@ -19,12 +18,9 @@ let proxy: TcpProxy;
 
 beforeAll(async () => {
   // The app reaches PostgreSQL through a TCP proxy, so a test can make it unreachable.
-  testDb = await createTestDatabase('postgres');
-  const target = new URL(testDb.url!);
-  proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
-  target.host = `127.0.0.1:${proxy.port}`;
-  const viaProxy = await openDatabase({ databaseUrl: target.toString(), maxConnections: 10 });
-  h = await startHarness({ testDb: { ...testDb, database: viaProxy } });
+  const made = await createProxiedTestDatabase(10);
+  ({ direct: testDb, proxy } = made);
+  h = await startHarness({ testDb: made.proxied });
   await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_million_tokens', price: PRICE }]);
 });
 afterAll(async () => {
