@@ -23,6 +23,8 @@ export interface TcpProxy {
   loseNextAck(tag: string): void;
   /** How many acknowledgements were dropped. */
   readonly lostAcks: number;
+  /** How many chunks clients have sent through (one per write that had to wait for an answer). */
+  readonly clientChunks: number;
   close(): Promise<void>;
 }
 
@@ -37,9 +39,11 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   const pairs = new Set<[Socket, Socket]>();
   let loseAck: Buffer | null = null;
   let lostAcks = 0;
+  let clientChunks = 0;
 
   function connect([client, upstream]: [Socket, Socket]) {
     client.pipe(upstream);
+    client.on('data', () => clientChunks++);
     upstream.on('data', (data: Buffer) => {
       if (loseAck && hasAck(data, loseAck)) {
         loseAck = null;
@@ -92,6 +96,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     },
     get lostAcks() {
       return lostAcks;
+    },
+    get clientChunks() {
+      return clientChunks;
     },
     restore() {
       if (mode === 'stall') for (const pair of pairs) connect(pair);

@@ -231,14 +231,19 @@ export function createAccountsService(ctx: AppContext) {
     if (deleted.length === 0) throw new AppError('not_found', 'session not found');
   }
 
+  // Every session-authenticated request runs it: prepared, it is one round trip (the driver
+  // describes an unprepared statement with parameters first, a second one) and planned once per connection.
+  const sessionCaller = db
+    .select({ sessionId: sessions.id, userId: users.id, email: users.email, isAdmin: users.isAdmin })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.tokenHash, sql.placeholder('tokenHash')), gt(sessions.expiresAt, sql.placeholder('now')), eq(users.disabled, false)))
+    .limit(1)
+    .prepare('session_caller');
+
   const resolver: CallerResolver = {
     async callerForSession(token) {
-      const [row] = await db
-        .select({ sessionId: sessions.id, userId: users.id, email: users.email, isAdmin: users.isAdmin })
-        .from(sessions)
-        .innerJoin(users, eq(users.id, sessions.userId))
-        .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, ctx.clock.now()), eq(users.disabled, false)))
-        .limit(1);
+      const [row] = await sessionCaller.execute({ tokenHash: sha256Hex(token), now: ctx.clock.now().toISOString() });
       if (!row) return null;
       return { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'session', sessionId: row.sessionId, keyId: null } satisfies Caller;
     },

@@ -1,0 +1,53 @@
+/**
+ * The PostgreSQL driver's round trips (patches/postgres@3.4.9.patch): postgres.js described every
+ * unprepared statement with parameters before running it, a round trip of its own that only told
+ * it how to serialize values of an unknown type. Statements whose parameters are all text,
+ * numbers, booleans or null now go in one round trip; others are still described first.
+ * Counted at a TCP proxy: each round trip is one chunk sent by the client.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { type Database, openDatabase } from '../../src/platform/db';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { startPostgresProxy, type TcpProxy } from '../support/tcp-proxy';
+
+describe('driver round trips (postgres)', () => {
+  let t: TestDatabase;
+  let proxy: TcpProxy;
+  let database: Database;
+  beforeAll(async () => {
+    t = await createTestDatabase('postgres');
+    const linked = await startPostgresProxy(t.url!);
+    proxy = linked.proxy;
+    database = await openDatabase({ databaseUrl: linked.url, maxConnections: 1 });
+    await database.query(sql`select 1`); // the connection's start-up is not counted
+  });
+  afterAll(async () => {
+    await database.close();
+    await proxy.close();
+    await t.drop();
+  });
+
+  /** Client chunks (round trips) one query takes, and its rows. */
+  async function roundTrips<T>(run: () => Promise<T>): Promise<{ trips: number; rows: T }> {
+    const before = proxy.clientChunks;
+    const rows = await run();
+    return { trips: proxy.clientChunks - before, rows };
+  }
+
+  test('text, number, boolean and null parameters: one round trip, and the values arrive as sent', async () => {
+    const { trips, rows } = await roundTrips(() =>
+      database.query<{ t: string; n: number; b: boolean; z: string | null; j: unknown }>(
+        sql`select ${"it's \\ text"}::text as t, ${42}::int as n, ${true}::boolean as b, ${null}::text as z, ${JSON.stringify({ a: [1, 'x'] })}::jsonb as j`,
+      ),
+    );
+    expect(rows).toEqual([{ t: "it's \\ text", n: 42, b: true, z: null, j: { a: [1, 'x'] } }]);
+    expect(trips).toBe(1);
+  });
+
+  test('a bytes parameter is still described first: two round trips', async () => {
+    const { trips, rows } = await roundTrips(() => database.query<{ n: number }>(sql`select length(${new Uint8Array([1, 2, 3])}::bytea) as n`));
+    expect(rows).toEqual([{ n: 3 }]);
+    expect(trips).toBe(2);
+  });
+});
