@@ -231,8 +231,8 @@ export function createAccountsService(ctx: AppContext) {
     if (deleted.length === 0) throw new AppError('not_found', 'session not found');
   }
 
-  // Every session-authenticated request runs it: prepared, it is one round trip (the driver
-  // describes an unprepared statement with parameters first, a second one) and planned once per connection.
+  // Every session-authenticated request runs it: prepared, the join is parsed and planned once per
+  // connection instead of at every request.
   const sessionCaller = db
     .select({ sessionId: sessions.id, userId: users.id, email: users.email, isAdmin: users.isAdmin })
     .from(sessions)
