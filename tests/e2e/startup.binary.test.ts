@@ -156,6 +156,32 @@ describe('PostgreSQL that asks for a password (SCRAM-SHA-256, as managed service
   });
 });
 
+describe('PostgreSQL with MD5 password authentication (older managed services)', () => {
+  let pg: PrivatePostgres;
+  beforeAll(async () => {
+    pg = await startPrivatePostgres({ password: 'cpd-md5-s3cret', auth: 'md5' });
+  }, 120_000);
+  afterAll(() => pg.close());
+
+  test('cpd serve authenticates with MD5, migrates and answers /healthz', async () => {
+    const url = await pg.createDatabase('cpd');
+    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await admin`select rolpassword like 'md5%' as md5 from pg_authid where rolname = 'postgres'`;
+      expect(row?.md5).toBe(true);
+    } finally {
+      await admin.end();
+    }
+    const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'md5-')) } });
+    try {
+      const res = await fetch(`${server.url}/healthz`);
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});
+
 describe('the first admin on the systemd layout (DATA_DIR in the env file)', () => {
   let siteDir: string;
   let envFile: string;

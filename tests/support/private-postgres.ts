@@ -8,6 +8,7 @@
  *   await pg.restart('immediate');                  // a crash (SIGQUIT to every backend), then crash recovery
  *   await pg.close();                               // stops it and removes the directory
  *   await startPrivatePostgres({ password: 'pw' })  // TCP connections authenticate with SCRAM-SHA-256
+ *   await startPrivatePostgres({ password: 'pw', auth: 'md5' })  // or with MD5 (the password stored as MD5)
  *
  * It runs the Debian server binaries (/usr/lib/postgresql/<major>/bin, or PG_BIN). initdb and the
  * server refuse to run as root: as root they run as the `postgres` OS user (runuser), otherwise as
@@ -46,7 +47,7 @@ function binDir(): string {
   return join(root, newest, 'bin');
 }
 
-export async function startPrivatePostgres(opts: { password?: string } = {}): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(opts: { password?: string; auth?: 'scram-sha-256' | 'md5' } = {}): Promise<PrivatePostgres> {
   const bin = binDir();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'cpd-private-pg-'));
@@ -76,7 +77,7 @@ export async function startPrivatePostgres(opts: { password?: string } = {}): Pr
     const pwfile = join(dir, 'pwfile');
     await Bun.write(pwfile, opts.password);
     if (asRoot) await run(['chown', 'postgres', pwfile], false);
-    auth.push('--auth-host=scram-sha-256', `--pwfile=${pwfile}`);
+    auth.push(`--auth-host=${opts.auth ?? 'scram-sha-256'}`, `--pwfile=${pwfile}`);
   }
   await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions']);
   let port = 0;
@@ -98,6 +99,14 @@ export async function startPrivatePostgres(opts: { password?: string } = {}): Pr
   }
   const url = `postgres://postgres${opts.password === undefined ? '' : `:${encodeURIComponent(opts.password)}`}@127.0.0.1:${port}`;
   let running = true;
+  if (opts.auth === 'md5' && opts.password !== undefined) {
+    // initdb stored the password as SCRAM, which the md5 method also accepts: store it as MD5, so
+    // logins from now on use MD5.
+    const admin = postgres(`${url}/postgres`, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`set password_encryption = 'md5'`);
+    await admin.unsafe(`alter role postgres password '${opts.password.replace(/'/g, "''")}'`);
+    await admin.end();
+  }
 
   return {
     port,
