@@ -94,6 +94,17 @@ describe('an unreachable database', () => {
   }
 });
 
+/** dist/cpd serve on `databaseUrl` answers /healthz 200, then stops cleanly. */
+async function expectServesHealthz(databaseUrl: string) {
+  const server = await startBinary({ env: { DATABASE_URL: databaseUrl, DATA_DIR: mkdtempSync(join(root, 'pg-')) } });
+  try {
+    const res = await fetch(`${server.url}/healthz`);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
+  } finally {
+    expect(await server.stop()).toBe(0);
+  }
+}
+
 describe('PostgreSQL that asks for a password (SCRAM-SHA-256, as managed services do)', () => {
   let pg: PrivatePostgres;
   let url: string;
@@ -103,15 +114,7 @@ describe('PostgreSQL that asks for a password (SCRAM-SHA-256, as managed service
   }, 120_000);
   afterAll(() => pg.close());
 
-  test('cpd serve authenticates, migrates and answers /healthz', async () => {
-    const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'scram-')) } });
-    try {
-      const res = await fetch(`${server.url}/healthz`);
-      expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
-    } finally {
-      expect(await server.stop()).toBe(0);
-    }
-  });
+  test('cpd serve authenticates, migrates and answers /healthz', () => expectServesHealthz(url));
 
   test('a password rotated under a running server: 503 "database unavailable" while it is wrong, serving again once it is right', async () => {
     const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'scram-')) } });
@@ -172,13 +175,7 @@ describe('PostgreSQL with MD5 password authentication (older managed services)',
     } finally {
       await admin.end();
     }
-    const server = await startBinary({ env: { DATABASE_URL: url, DATA_DIR: mkdtempSync(join(root, 'md5-')) } });
-    try {
-      const res = await fetch(`${server.url}/healthz`);
-      expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: 'ok' } });
-    } finally {
-      expect(await server.stop()).toBe(0);
-    }
+    await expectServesHealthz(url);
   });
 });
 

@@ -2,10 +2,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { heapStats } from 'bun:jsc';
 import { sql } from 'drizzle-orm';
-import { type Database, createBatchWriter, openDatabase } from '../../src/platform/db';
+import { type Database, createBatchWriter } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
 import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
-import { type TcpProxy, startPostgresProxy } from '../support/tcp-proxy';
+import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 interface Row {
@@ -107,11 +107,10 @@ describe('batch writer through a TCP proxy (postgres)', () => {
   let proxy: TcpProxy;
   let viaProxy: Database;
   beforeAll(async () => {
-    t = await createTestDatabase('postgres');
+    const made = await createProxiedTestDatabase(4);
+    ({ direct: t, proxy } = made);
+    viaProxy = made.proxied.database;
     await t.database.query(sql`create table bw_rows (id text primary key, n integer not null)`);
-    const linked = await startPostgresProxy(t.url!);
-    proxy = linked.proxy;
-    viaProxy = await openDatabase({ databaseUrl: linked.url, maxConnections: 4 });
   });
   // Closing the pool waits (up to its 5 s) for the write the last test gave up on, still pending in the driver.
   afterAll(async () => {

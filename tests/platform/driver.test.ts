@@ -7,19 +7,18 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { type Database, openDatabase } from '../../src/platform/db';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { startPostgresProxy, type TcpProxy } from '../support/tcp-proxy';
+import type { Database } from '../../src/platform/db';
+import type { TestDatabase } from '../support/db';
+import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
 
 describe('driver round trips (postgres)', () => {
   let t: TestDatabase;
   let proxy: TcpProxy;
   let database: Database;
   beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    const linked = await startPostgresProxy(t.url!);
-    proxy = linked.proxy;
-    database = await openDatabase({ databaseUrl: linked.url, maxConnections: 1 });
+    const made = await createProxiedTestDatabase(1);
+    ({ direct: t, proxy } = made);
+    database = made.proxied.database;
     await database.query(sql`select 1`); // the connection's start-up is not counted
   });
   afterAll(async () => {

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { type Database, type DbOrTx, createBatchWriter, isTransient, openDatabase } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
 import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
-import { type TcpProxy, startPostgresProxy } from '../support/tcp-proxy';
+import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 interface Row {
@@ -117,11 +117,10 @@ describe('pipelined transaction through a TCP proxy (postgres)', () => {
   let proxy: TcpProxy;
   let viaProxy: Database;
   beforeAll(async () => {
-    t = await createTestDatabase('postgres');
+    const made = await createProxiedTestDatabase(2);
+    ({ direct: t, proxy } = made);
+    viaProxy = made.proxied.database;
     await setUp(t.database);
-    const linked = await startPostgresProxy(t.url!);
-    proxy = linked.proxy;
-    viaProxy = await openDatabase({ databaseUrl: linked.url, maxConnections: 2 });
   });
   afterAll(async () => {
     proxy.restore();

@@ -3,6 +3,7 @@
  * own 422 and plain-text 404 never leak; unknown errors become 500 without internals.
  */
 import { Elysia } from 'elysia';
+import { sqlState } from '../db/sql-state';
 import { isDatabaseUnreachable } from '../db/unreachable';
 import { AppError, STATUS_OF_KIND } from '../errors';
 import { checkDeclaredLength, withBodyLimit } from './body-limit';
@@ -12,12 +13,6 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function jsonError(status: number, error: string, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error }), { status, headers: { 'content-type': JSON_TYPE, ...headers } });
-}
-
-function pgCode(error: unknown): string | undefined {
-  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code = e?.code ?? e?.cause?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 /** Maps any thrown value to a Response; exported for handlers that stream (SSE) or run outside Elysia. */
@@ -43,7 +38,7 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
       return jsonError(400, 'invalid file type');
   }
   if (typeof code === 'number' && code >= 400 && code < 500) return jsonError(code, String((error as Error)?.message ?? 'bad request'));
-  switch (pgCode(error)) {
+  switch (sqlState(error)) {
     case '23505':
       return jsonError(409, 'already exists');
     case '23503':
