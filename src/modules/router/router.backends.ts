@@ -11,7 +11,7 @@
  */
 import type { Logger } from '../../platform/logger';
 import type { RouterSettings } from './router.config';
-import { authorizationOf, type Upstream } from './router.upstream';
+import { authorizationOf, isDirect, type Upstream } from './router.upstream';
 
 export type BackendSource = 'env' | 'admin' | 'engine';
 
@@ -76,6 +76,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     const backend: Backend = {
       slug,
       url: url.replace(/\/+$/, ''),
+      direct: isDirect(url, settings.httpProxy),
       source: opts.source,
       apiKey: opts.apiKey ?? null,
       weight: opts.weight ?? 1,

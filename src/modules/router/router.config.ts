@@ -30,6 +30,8 @@ export interface RouterSettings {
   backoffMaxMs: number;
   /** How long a request at the edge of its user's balance waits for that user's in-flight requests to settle. */
   admissionWaitMs: number;
+  /** `http_proxy` is set: every backend is called through fetch, which honours it (and `no_proxy`). */
+  httpProxy: boolean;
 }
 
 const SLUG = /^[\w.:/-]+$/;
@@ -63,5 +65,6 @@ export function routerSettings(get: (name: string) => string | undefined, rawRou
     backoffBaseMs: env('ROUTER_BACKOFF', '1s'),
     backoffMaxMs: env('ROUTER_BACKOFF_MAX', '30s'),
     admissionWaitMs: env('ROUTER_ADMISSION_WAIT', '10s'),
+    httpProxy: Boolean(get('http_proxy') || get('HTTP_PROXY')),
   };
 }

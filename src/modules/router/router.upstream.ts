@@ -7,6 +7,7 @@
  * caught by the probe, which is bounded by the connect timeout.
  */
 import { createParser } from 'eventsource-parser';
+import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../platform/http/http1-client';
 
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
@@ -25,7 +26,12 @@ export type Chunk = Record<string, unknown>;
 export interface Upstream {
   url: string;
   apiKey: string | null;
+  /** Called over cpd's own HTTP/1.1 client (a plain-HTTP URL and no HTTP proxy) rather than fetch. */
+  direct?: boolean;
 }
+
+/** Whether a backend at `url` is called over cpd's own client: plain HTTP, not through a proxy. */
+export const isDirect = (url: string, httpProxy: boolean) => !httpProxy && url.startsWith('http:');
 
 /** The upstream's credential as a header; empty without a key. */
 export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
@@ -72,10 +78,10 @@ function failureOf(err: unknown, control: AttemptControl): AttemptError {
   return new AttemptError('connect', (err as Error)?.message ?? String(err));
 }
 
-async function errorFromStatus(res: Response): Promise<AttemptError> {
+async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
   let detail = '';
   try {
-    const body = (await res.json()) as { error?: { message?: unknown } | string };
+    const body = JSON.parse(await res.text()) as { error?: { message?: unknown } | string };
     detail = typeof body.error === 'string' ? body.error : String(body.error?.message ?? '');
   } catch {}
   // 400/422: the request itself is wrong; no other backend would take it.
@@ -84,7 +90,8 @@ async function errorFromStatus(res: Response): Promise<AttemptError> {
 }
 
 function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
-  return fetch(`${upstream.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal });
+  const init = { headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal };
+  return upstream.direct ? http1Post(new URL(`${upstream.url}${path}`), init) : fetchPost(`${upstream.url}${path}`, init);
 }
 
 /** A JSON completion; throws AttemptError. */
@@ -142,12 +149,12 @@ export async function openStreamOnce(upstream: Upstream, payload: string, contro
   try {
     const res = await post(upstream, payload, control.signal);
     if (!res.ok) throw await errorFromStatus(res);
-    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-      await res.body?.cancel().catch(() => {});
+    if (!(res.header('content-type') ?? '').includes('text/event-stream')) {
+      res.cancel();
       throw new AttemptError('upstream', 'upstream answered something that is not an event stream');
     }
     control.arm(timeouts.firstByteMs, 'upstream first token');
-    const rest = chunksOf(res.body.getReader());
+    const rest = chunksOf(res.reader());
     const head: Chunk[] = [];
     for (;;) {
       const { value, done } = await rest.next();
@@ -164,7 +171,7 @@ export async function openStreamOnce(upstream: Upstream, payload: string, contro
 }
 
 /** Parsed chunks of an SSE body until [DONE]; read straight off the body (no TransformStream layers, which cost per chunk). */
-async function* chunksOf(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }): AsyncGenerator<Chunk> {
+async function* chunksOf(reader: BodyReader): AsyncGenerator<Chunk> {
   const decoder = new TextDecoder();
   const pending: string[] = [];
   const parser = createParser({ onEvent: (e) => pending.push(e.data) });
