@@ -202,7 +202,10 @@ describe('an operator', () => {
     await page.getByRole('cell', { name: USER.email }).waitFor({ state: 'detached' });
     const row = page.getByRole('row', { name: new RegExp(ADMIN.email) });
     expect(await row.count()).toBe(1);
+    // The audit entry exists once the reconcile call has answered: wait for that, not for the click.
+    const reconciled = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/reconcile'));
     await row.getByRole('button', { name: 'Reconcile' }).click();
+    expect((await reconciled).status()).toBe(200);
     await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'payment.reconcile', exact: true }).waitFor();
     expect(admin.problems).toEqual([]);
