@@ -278,6 +278,33 @@ describe('http1 client', () => {
     expect((await answer.text()).length).toBe(answerBody.length);
   });
 
+  test('an answer that comes before the whole request was written (413) leaves its connection out of the pool', async () => {
+    let opened = 0;
+    const server = Bun.listen<{ answered: boolean }>({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        open(socket) {
+          opened++;
+          socket.data = { answered: false };
+        },
+        data(socket) {
+          if (socket.data.answered) return;
+          socket.data.answered = true;
+          // Stop reading, so the rest of the request cannot be written, and refuse it at once.
+          socket.pause();
+          socket.write('HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n');
+        },
+      },
+    });
+    servers.push({ stop: () => server.stop(true) });
+    const url = new URL(`http://127.0.0.1:${server.port}/v1/chat/completions`);
+    const big = 'x'.repeat(16 * 1024 * 1024);
+    expect((await post(url, big)).status).toBe(413);
+    expect((await post(url, big)).status).toBe(413);
+    expect(opened).toBe(2);
+  });
+
   test('what is not HTTP/1.1 as asked is an error: garbage, a bad chunk size, a content coding cpd did not ask for', async () => {
     const answers = [
       'SSH-2.0-OpenSSH_9.6\r\n\r\n',

@@ -236,7 +236,8 @@ class Connection {
     const exchange = this.settle()!;
     exchange.answer!.end();
     this.socket?.resume();
-    if (reusable && !this.closed) this.pool.release(this);
+    // An answer that came before the whole request was written (a 413, say) leaves the connection mid-request.
+    if (reusable && !this.closed && !this.unsent) this.pool.release(this);
     else this.destroy();
   }
 
