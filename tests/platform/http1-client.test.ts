@@ -362,6 +362,46 @@ describe('http1 client', () => {
     }
   });
 
+  test("against Node's http server (another implementation): JSON, a chunked stream, one connection, and its keep-alive timeout", async () => {
+    // Node closes a connection idle for keepAliveTimeout (here 100 ms) and says so on stdout.
+    const script = `
+      const http = require('http');
+      const s = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => (body += c));
+        req.on('end', () => {
+          if (req.url === '/stream') {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            for (const i of [0, 1, 2]) res.write('data: ' + i + '\\n\\n');
+            return setImmediate(() => res.end('data: [DONE]\\n\\n'));
+          }
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ got: body, port: req.socket.remotePort }));
+        });
+      });
+      s.keepAliveTimeout = 100;
+      s.on('connection', (c) => { const port = c.remotePort; c.on('close', () => console.log('closed ' + port)); });
+      s.listen(0, '127.0.0.1', () => console.log('port ' + s.address().port));`;
+    const node = Bun.spawn(['node', '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+    servers.push({ stop: () => node.kill() });
+    const lines: string[] = [];
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of node.stdout) lines.push(...decoder.decode(chunk).split('\n').filter(Boolean));
+    })();
+    const port = (await waitFor(() => lines.find((l) => l.startsWith('port ')), 'node to listen'))!.slice(5);
+    const signal = new AbortController().signal;
+    const call = async (path: string, body: string) => (await http1Post(new URL(`http://127.0.0.1:${port}${path}`), { headers: {}, body, signal })).text();
+    const first = JSON.parse(await call('/json', 'a'));
+    expect(first.got).toBe('a');
+    expect(await call('/stream', '')).toBe('data: 0\n\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n');
+    expect(JSON.parse(await call('/json', 'b'))).toEqual({ got: 'b', port: first.port });
+    await waitFor(() => lines.includes(`closed ${first.port}`), 'node to close the idle connection');
+    const after = JSON.parse(await call('/json', 'c'));
+    expect(after.got).toBe('c');
+    expect(after.port).not.toBe(first.port);
+  });
+
   test('a fetch Response seen through the same interface (https: origins and proxied hosts go through fetch)', async () => {
     const res = new Response('{"a":1}', { status: 201, headers: { 'content-type': 'application/json' } });
     const answer = fromFetch(res);

@@ -178,6 +178,7 @@ class Connection {
   send(request: Buffer, signal: AbortSignal): Promise<Answer> {
     this.heard = false;
     this.socket!.timeout(0);
+    this.socket!.ref();
     return new Promise<Answer>((resolve, reject) => {
       const exchange: Exchange = {
         resolve,
@@ -329,6 +330,8 @@ class Pool {
       return;
     }
     c.socket!.timeout(IDLE_SECONDS);
+    // An idle connection does not keep the process alive.
+    c.socket!.unref();
     this.idle.push(c);
   }
 
