@@ -50,6 +50,9 @@ console: $(CONSOLE_BUNDLE)
 $(CONSOLE_BUNDLE): $(DEPS_STAMP) scripts/build-console.ts $(shell find src/console/app -type f 2>/dev/null)
 	$(BUN) scripts/build-console.ts
 
+# Worker threads' entry points: each is built into the binary beside src/main.ts.
+WORKERS := src/modules/router/router.tokens.worker.ts
+
 # `cpd version` names the commit and target (scripts/release.ts sets the same for each release target).
 BUILD_DEFINES = --define CPD_BUILD_COMMIT='"$(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"' \
   --define CPD_BUILD_TARGET='"$(shell uname -s | tr A-Z a-z)-$(shell uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')"'
@@ -64,11 +67,12 @@ dist/cpd: $(DEPS_STAMP) $(CONSOLE_BUNDLE) $(shell find src migrations -type f 2>
 	@#                            at first use) go into their own embedded chunks, loaded when imported;
 	@#                            in one chunk they cost ~8 ms at every start.
 	@#  --minify-whitespace --minify-syntax   smaller bundle, same names.
+	@#  $(WORKERS)                 worker threads' entry points, kept at their paths under src/ in the binary.
 	@# Never plain minify: it implies identifier minification (bun's minify-identifiers), and with renamed
 	@# identifiers Elysia/TypeBox silently stop coercing and range-checking query values (limit=0 or
 	@# limit=201 pass as strings), so the shipped binary would accept what the API documents as 400.
 	@# tests/e2e/validation.binary.test.ts holds the binary to every schema constraint.
-	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts --compile --bytecode --splitting --format=esm --minify-whitespace --minify-syntax --sourcemap=none $(BUILD_DEFINES) --outfile $$tmp && mv -f $$tmp dist/cpd
+	tmp=dist/.cpd.$$$$ && $(BUN) build src/main.ts $(WORKERS) --compile --bytecode --splitting --format=esm --minify-whitespace --minify-syntax --sourcemap=none $(BUILD_DEFINES) --outfile $$tmp && mv -f $$tmp dist/cpd
 
 # One executable per supported host in dist/release/ with SHA256SUMS (scripts/release.ts says how).
 release: $(DEPS_STAMP) $(CONSOLE_BUNDLE)

@@ -12,7 +12,7 @@ let counter: Promise<Counter> | null = null;
 const CACHED_FROM_CHARS = 1024;
 /** What the cache of counts may keep, in characters (at most 16 MB). */
 const CACHED_CHARS = 8_000_000;
-/** Longer texts are counted in pieces of 4-8 K characters, the event loop served between them. */
+/** Longer texts are counted in pieces of 4-8 K characters, other counts served between them. */
 const PIECE_CHARS = 4096;
 /**
  * Where a text may be cut without changing its count: before a space that starts a word (after a
@@ -61,10 +61,11 @@ function countRuns(count: (text: string) => number, text: string): number {
 }
 
 /**
- * A text's count, piece by piece: counting takes ~0.4 ms per 10 KB, and a body may hold megabytes
- * (GATEWAY_MAX_BODY), which in one go would hold every other request on this process for as long.
+ * A text's count, piece by piece (counting takes ~0.4 ms per 10 KB, and a body may hold megabytes:
+ * GATEWAY_MAX_BODY), with other counts served between the pieces. Runs on the counter's thread
+ * (router.tokens.worker.ts).
  */
-async function countInPieces(count: (text: string) => number, text: string): Promise<number> {
+export async function countInPieces(count: (text: string) => number, text: string): Promise<number> {
   let total = 0;
   for (let start = 0; start < text.length; ) {
     const end = pieceEnd(text, start);
@@ -76,20 +77,64 @@ async function countInPieces(count: (text: string) => number, text: string): Pro
 }
 
 /**
- * The counter: the encoding's tables take a noticeable time to load, so they load on first use
- * (or preload()), not at start-up; the cache's module with them. Counts of recent long texts are
- * kept, by the text: a conversation sends all its earlier messages again with every turn, and an
- * agent its tool definitions, so each is counted once, not at every turn (a lookup hashes and
- * compares the text).
+ * Where the counter's thread starts from. Run from source, the worker's file is beside this one. In
+ * the compiled binary this module is bundled into a chunk at the root of the binary's own file
+ * system, and the worker (a second entry point of `bun build`, see the Makefile) keeps its path
+ * under src/.
+ */
+function workerUrl(): string {
+  const here = new URL(import.meta.url);
+  return new URL(here.pathname.startsWith('/$bunfs/') ? './modules/router/router.tokens.worker.ts' : './router.tokens.worker.ts', here).href;
+}
+
+/** Counts on the counter's thread, started at first use and again if it ever dies. */
+function countingThread(): (text: string) => Promise<number> {
+  let worker: Worker | null = null;
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+  function start(): Worker {
+    const w = new Worker(workerUrl());
+    // The thread never keeps the process alive.
+    w.unref();
+    w.onmessage = (event: MessageEvent<{ id: number; count?: number; error?: string }>) => {
+      const { id, count, error } = event.data;
+      const call = pending.get(id);
+      pending.delete(id);
+      if (error !== undefined) call?.reject(new Error(`token count failed: ${error}`));
+      else call?.resolve(count!);
+    };
+    w.onerror = (event) => {
+      worker = null;
+      const err = new Error(`token counter thread failed: ${event.message}`);
+      for (const call of pending.values()) call.reject(err);
+      pending.clear();
+    };
+    return w;
+  }
+  return (text) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      worker ??= start();
+      worker.postMessage({ id, text });
+    });
+}
+
+/**
+ * The counter: the encoding's tables load on the counter's thread at first use (or preload()), not
+ * at start-up; the cache's module with them. Counts of recent long texts are kept here, by the
+ * text: a conversation sends all its earlier messages again with every turn, and an agent its tool
+ * definitions, so each is counted once, not at every turn (a lookup hashes and compares the text).
  */
 export function loadTokenizer(): Promise<Counter> {
-  counter ??= Promise.all([import('gpt-tokenizer/encoding/o200k_base'), import('lru-cache')]).then(([{ countTokens }, { LRUCache }]) => {
+  counter ??= import('lru-cache').then(({ LRUCache }) => {
     const recent = new LRUCache<string, number>({ maxSize: CACHED_CHARS, sizeCalculation: (_count, text) => text.length });
+    const count = countingThread();
     return async (text: string) => {
-      if (text.length < CACHED_FROM_CHARS) return countRuns(countTokens, text);
+      if (text.length < CACHED_FROM_CHARS) return count(text);
       let counted = recent.get(text);
       if (counted === undefined) {
-        counted = await countInPieces(countTokens, text);
+        counted = await count(text);
         recent.set(text, counted);
       }
       return counted;

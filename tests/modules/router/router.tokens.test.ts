@@ -1,7 +1,7 @@
 /**
  * Token counting: o200k_base with OpenAI's chat accounting, the cache of long texts' counts (a
- * conversation sends its earlier messages again with every turn), and long texts counted in
- * pieces with the event loop served between them.
+ * conversation sends its earlier messages again with every turn), and the counting on a thread of
+ * its own, so that neither loading the tables nor a long count holds up the event loop.
  */
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
@@ -53,7 +53,21 @@ describe('token counting', () => {
     }
   });
 
-  test('other work runs between the pieces of a long count, in English and in Chinese', async () => {
+  test('a fresh process counts on the counter thread, its event loop running while the tables load', async () => {
+    const script = `
+      import { countText } from ${JSON.stringify(join(import.meta.dir, '../../../src/modules/router/router.tokens.ts'))};
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 1);
+      const count = await countText('hello world');
+      clearInterval(timer);
+      console.log(JSON.stringify({ count, ticks }));`;
+    const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+    const { count, ticks } = JSON.parse(await new Response(child.stdout).text());
+    expect(count).toBe(countTokens('hello world'));
+    expect(ticks).toBeGreaterThanOrEqual(10);
+  });
+
+  test('other work runs while a long count runs, in English and in Chinese', async () => {
     for (const text of [paragraph('many pieces').repeat(60), '长长的中文提示，没有空格，一句接着一句。'.repeat(3000)]) {
       let ran = false;
       setImmediate(() => {
