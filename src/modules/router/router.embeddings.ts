@@ -8,7 +8,7 @@ import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
 import { type Price, costOf } from './router.pricing';
 import type { Admitted, ChatRequest, Metered, RequestKind, Served } from './router.service';
-import { countText } from './router.tokens';
+import { countTexts } from './router.tokens';
 import { type AttemptControl, type Chunk, type Upstream, embedOnce } from './router.upstream';
 
 /** OpenAI's own bound on the number of inputs in one request. */
@@ -51,9 +51,9 @@ export function estimateEmbeddingCost(price: Price, _bodyBytes: number, body: Re
 
 /** Input tokens when the upstream reports none: o200k for texts (an estimate), exact for token arrays. */
 export async function countEmbeddingTokens(body: Record<string, unknown>): Promise<number> {
-  let n = 0;
-  for (const item of inputsOf(body.input)) n += typeof item === 'string' ? await countText(item) : item.length;
-  return n;
+  const inputs = inputsOf(body.input);
+  const arrays = inputs.reduce((n: number, item) => n + (typeof item === 'string' ? 0 : item.length), 0);
+  return arrays + (await countTexts(inputs.filter((item): item is string => typeof item === 'string')));
 }
 
 function validEmbeddingUsage(u: unknown): u is { prompt_tokens: number } {

@@ -26,7 +26,7 @@ import { type BackendLease, leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
 import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
 import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
-import { countPromptTokens, countText, loadTokenizer } from './router.tokens';
+import { countCompletionTokens, countPromptTokens, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
@@ -349,7 +349,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const { candidate, lease } = served;
     const firstOut = outputText(opened.head.flatMap(deltasOf));
     const headerCostMicros =
-      candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), (await countText(firstOut.text)) + (await countText(firstOut.tools)));
+      candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), await countCompletionTokens(firstOut.text, firstOut.tools));
     const meter = createStreamMeter(opened.head, prompt);
 
     /** Ends the stream's accounting once, whichever way it ended; resolves after the commit. */

@@ -5,7 +5,8 @@
  * 3 more; tool definitions count as their JSON. Upstream models use other tokenizers, so a count
  * is an estimate within a few percent; upstream usage always wins when present.
  */
-type Counter = (text: string) => Promise<number>;
+/** Counts of several texts, in their order (one message to the counter's thread for all of them). */
+type Counter = (texts: string[]) => Promise<number[]>;
 let counter: Promise<Counter> | null = null;
 
 /** Texts shorter than this are counted each time: it costs less than keeping them. */
@@ -88,20 +89,20 @@ function workerUrl(): string {
 }
 
 /** Counts on the counter's thread, started at first use and again if it ever dies. */
-function countingThread(): (text: string) => Promise<number> {
+function countingThread(): Counter {
   let worker: Worker | null = null;
   let nextId = 0;
-  const pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (counts: number[]) => void; reject: (e: Error) => void }>();
   function start(): Worker {
     const w = new Worker(workerUrl());
     // The thread never keeps the process alive.
     w.unref();
-    w.onmessage = (event: MessageEvent<{ id: number; count?: number; error?: string }>) => {
-      const { id, count, error } = event.data;
+    w.onmessage = (event: MessageEvent<{ id: number; counts?: number[]; error?: string }>) => {
+      const { id, counts, error } = event.data;
       const call = pending.get(id);
       pending.delete(id);
       if (error !== undefined) call?.reject(new Error(`token count failed: ${error}`));
-      else call?.resolve(count!);
+      else call?.resolve(counts!);
     };
     w.onerror = (event) => {
       worker = null;
@@ -111,12 +112,12 @@ function countingThread(): (text: string) => Promise<number> {
     };
     return w;
   }
-  return (text) =>
+  return (texts) =>
     new Promise((resolve, reject) => {
       const id = nextId++;
       pending.set(id, { resolve, reject });
       worker ??= start();
-      worker.postMessage({ id, text });
+      worker.postMessage({ id, texts });
     });
 }
 
@@ -129,15 +130,20 @@ function countingThread(): (text: string) => Promise<number> {
 export function loadTokenizer(): Promise<Counter> {
   counter ??= import('lru-cache').then(({ LRUCache }) => {
     const recent = new LRUCache<string, number>({ maxSize: CACHED_CHARS, sizeCalculation: (_count, text) => text.length });
-    const count = countingThread();
-    return async (text: string) => {
-      if (text.length < CACHED_FROM_CHARS) return count(text);
-      let counted = recent.get(text);
-      if (counted === undefined) {
-        counted = await count(text);
-        recent.set(text, counted);
+    const countOnThread = countingThread();
+    return async (texts: string[]) => {
+      const counts = texts.map((text) => (text ? (text.length >= CACHED_FROM_CHARS ? recent.get(text) : undefined) : 0));
+      const missing = texts.filter((_, i) => counts[i] === undefined);
+      if (missing.length) {
+        const counted = await countOnThread(missing);
+        let next = 0;
+        texts.forEach((text, i) => {
+          if (counts[i] !== undefined) return;
+          counts[i] = counted[next++]!;
+          if (text.length >= CACHED_FROM_CHARS) recent.set(text, counts[i]!);
+        });
       }
-      return counted;
+      return counts as number[];
     };
   });
   return counter;
@@ -156,23 +162,32 @@ function textOf(content: unknown): string {
 }
 
 export async function countText(text: string): Promise<number> {
-  return text ? (await loadTokenizer())(text) : 0;
+  return text ? (await (await loadTokenizer())([text]))[0]! : 0;
+}
+
+/** The sum of several texts' counts, counted together (one message to the counter's thread). */
+export async function countTexts(texts: string[]): Promise<number> {
+  const nonEmpty = texts.filter(Boolean);
+  if (!nonEmpty.length) return 0;
+  return (await (await loadTokenizer())(nonEmpty)).reduce((a, b) => a + b, 0);
 }
 
 export async function countPromptTokens(body: Record<string, unknown>): Promise<number> {
   let n = REPLY_PRIMING;
+  const texts: string[] = [];
   for (const m of (body.messages as unknown[]) ?? []) {
     if (!m || typeof m !== 'object') continue;
     const msg = m as Record<string, unknown>;
-    n += PER_MESSAGE + (await countText(textOf(msg.content)));
-    if (typeof msg.name === 'string') n += await countText(msg.name);
-    if (Array.isArray(msg.tool_calls)) n += await countText(JSON.stringify(msg.tool_calls));
+    n += PER_MESSAGE;
+    texts.push(textOf(msg.content));
+    if (typeof msg.name === 'string') texts.push(msg.name);
+    if (Array.isArray(msg.tool_calls)) texts.push(JSON.stringify(msg.tool_calls));
   }
-  if (Array.isArray(body.tools)) n += await countText(JSON.stringify(body.tools));
-  return n;
+  if (Array.isArray(body.tools)) texts.push(JSON.stringify(body.tools));
+  return n + (await countTexts(texts));
 }
 
 /** Tokens of a completion message (text, and tool call names and arguments). */
 export async function countCompletionTokens(text: string, toolCallText: string): Promise<number> {
-  return (await countText(text)) + (await countText(toolCallText));
+  return countTexts([text, toolCallText]);
 }
