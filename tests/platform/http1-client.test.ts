@@ -80,7 +80,7 @@ async function dribble(socket: Socket<ConnState>, bytes: string | Buffer, size: 
 const okJson = (body: string, extra = '') =>
   `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 const post = (url: URL, body = '{"q":1}', signal = new AbortController().signal) =>
-  http1Post(url, { headers: { 'content-type': 'application/json' }, body, signal });
+  http1Post(url.href, { headers: { 'content-type': 'application/json' }, body, signal });
 
 const servers: Array<{ stop: () => void }> = [];
 afterEach(() => {
@@ -348,7 +348,7 @@ describe('http1 client', () => {
     const signal = new AbortController().signal;
     const base = `http://127.0.0.1:${server.port}`;
     for (const post of [
-      (path: string, init: PostInit) => http1Post(new URL(`${base}${path}`), init),
+      (path: string, init: PostInit) => http1Post(`${base}${path}`, init),
       (path: string, init: PostInit) => fetchPost(`${base}${path}`, init),
     ]) {
       const json = await post('/json', { headers: { authorization: 'Bearer k' }, body: 'hello', signal });
@@ -391,7 +391,7 @@ describe('http1 client', () => {
     })();
     const port = (await waitFor(() => lines.find((l) => l.startsWith('port ')), 'node to listen'))!.slice(5);
     const signal = new AbortController().signal;
-    const call = async (path: string, body: string) => (await http1Post(new URL(`http://127.0.0.1:${port}${path}`), { headers: {}, body, signal })).text();
+    const call = async (path: string, body: string) => (await http1Post(`http://127.0.0.1:${port}${path}`, { headers: {}, body, signal })).text();
     const first = JSON.parse(await call('/json', 'a'));
     expect(first.got).toBe('a');
     expect(await call('/stream', '')).toBe('data: 0\n\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n');

@@ -161,16 +161,13 @@ function textOf(content: unknown): string {
   return out;
 }
 
-export async function countText(text: string): Promise<number> {
-  return text ? (await (await loadTokenizer())([text]))[0]! : 0;
-}
-
 /** The sum of several texts' counts, counted together (one message to the counter's thread). */
 export async function countTexts(texts: string[]): Promise<number> {
-  const nonEmpty = texts.filter(Boolean);
-  if (!nonEmpty.length) return 0;
-  return (await (await loadTokenizer())(nonEmpty)).reduce((a, b) => a + b, 0);
+  if (!texts.some(Boolean)) return 0;
+  return (await (await loadTokenizer())(texts)).reduce((a, b) => a + b, 0);
 }
+
+export const countText = (text: string): Promise<number> => countTexts([text]);
 
 export async function countPromptTokens(body: Record<string, unknown>): Promise<number> {
   let n = REPLY_PRIMING;

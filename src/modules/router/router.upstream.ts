@@ -91,7 +91,7 @@ async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
 
 function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
   const init = { headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal };
-  return upstream.direct ? http1Post(new URL(`${upstream.url}${path}`), init) : fetchPost(`${upstream.url}${path}`, init);
+  return (upstream.direct ? http1Post : fetchPost)(`${upstream.url}${path}`, init);
 }
 
 /** A JSON completion; throws AttemptError. */

@@ -342,28 +342,35 @@ class Pool {
 }
 
 const pools = new Map<string, Pool>();
+/** Per URL: its origin's pool and the start of every request's head (parsed and built once). */
+const targets = new Map<string, { pool: Pool; head: string }>();
 
-function poolFor(url: URL): Pool {
-  const key = url.host;
-  let pool = pools.get(key);
-  if (!pool) {
-    pool = new Pool(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80));
-    pools.set(key, pool);
+function targetOf(href: string): { pool: Pool; head: string } {
+  let target = targets.get(href);
+  if (!target) {
+    const url = new URL(href);
+    let pool = pools.get(url.host);
+    if (!pool) {
+      pool = new Pool(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80));
+      pools.set(url.host, pool);
+    }
+    target = { pool, head: `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\naccept-encoding: identity\r\n` };
+    targets.set(href, target);
   }
-  return pool;
+  return target;
 }
 
-function requestBytes(url: URL, init: PostInit): Buffer {
-  const body = Buffer.from(init.body);
-  let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-length: ${body.length}\r\naccept-encoding: identity\r\n`;
-  for (const name in init.headers) head += `${name}: ${init.headers[name]}\r\n`;
-  return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]);
+/** The request's bytes in one buffer (header names and values are ASCII, so one UTF-8 encoding serves both). */
+function requestBytes(head: string, init: PostInit): Buffer {
+  let text = `${head}content-length: ${Buffer.byteLength(init.body)}\r\n`;
+  for (const name in init.headers) text += `${name}: ${init.headers[name]}\r\n`;
+  return Buffer.from(`${text}\r\n${init.body}`);
 }
 
 /** A POST over a pooled connection; rejects with the signal's reason when it aborts. */
-export async function http1Post(url: URL, init: PostInit): Promise<HttpAnswer> {
-  const pool = poolFor(url);
-  const request = requestBytes(url, init);
+export async function http1Post(url: string, init: PostInit): Promise<HttpAnswer> {
+  const { pool, head } = targetOf(url);
+  const request = requestBytes(head, init);
   const connection = await untilAborted(pool.acquire(), init.signal);
   try {
     return await connection.send(request, init.signal);
