@@ -105,7 +105,7 @@ migrations: $(DEPS_STAMP)
 
 deps: $(DEPS_STAMP)
 
-$(DEPS_STAMP): package.json bun.lock | $(BUN)
+$(DEPS_STAMP): package.json bun.lock $(wildcard patches/*.patch) | $(BUN)
 	$(BUN) install --frozen-lockfile
 	@touch $@
 
