@@ -45,23 +45,22 @@ export function createMembership(ctx: AppContext): Membership {
 
   async function beat() {
     const now = ctx.clock.now().getTime();
-    // One statement: the upsert and the clean-up run with the count, whose snapshot does not see
-    // this replica's own upsert (hence `+ 1` and `id <>`). A heartbeat lost with a database crash
-    // is written again one beat later: its commit need not wait for the disk.
-    const rows = await ctx.database.db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('synchronous_commit', 'off', true)`);
-      return ctx.database.query<{ others: number }>(
-        sql`
+    // One statement, so one round trip: the upsert and the clean-up run with the count, whose
+    // snapshot does not see this replica's own upsert (hence `+ 1` and `id <>`). A heartbeat lost
+    // with a database crash is written again one beat later, so its commit need not wait for the
+    // disk: set_config(…, true) lasts until the end of the statement's own transaction, its commit
+    // included (in the select list, so it runs).
+    const rows = await ctx.database.query<{ others: number }>(
+      sql`
       with beat as (
         insert into ${cpdReplicas} (id, started_at, heartbeat_at) values (${id}, ${iso(now)}::timestamptz, ${iso(now)}::timestamptz)
         on conflict (id) do update set heartbeat_at = excluded.heartbeat_at
       ), forgotten as (
         delete from ${cpdReplicas} where heartbeat_at < ${iso(now - FORGET_AFTER_MS)}::timestamptz
       )
-      select count(*)::int as others from ${cpdReplicas} where id <> ${id} and heartbeat_at > ${iso(now - LIVE_AFTER_MS)}::timestamptz`,
-        tx,
-      );
-    });
+      select count(*)::int as others, (select set_config('synchronous_commit', 'off', true)) as commit_mode
+      from ${cpdReplicas} where id <> ${id} and heartbeat_at > ${iso(now - LIVE_AFTER_MS)}::timestamptz`,
+    );
     const next = rows[0]!.others + 1;
     if (next !== live) ctx.log.info({ msg: 'live replicas changed; rate limits are shared by them', replicas: next, was: live });
     live = next;
