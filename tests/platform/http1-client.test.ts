@@ -7,66 +7,8 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import type { Socket } from 'bun';
 import { fetchPost, fromFetch, http1Post, type PostInit } from '../../src/platform/http/http1-client';
+import { type ConnState, type Reply, rawServer } from '../support/raw-http-server';
 import { waitFor } from '../support/wait';
-
-interface Received {
-  head: string;
-  body: Buffer;
-  /** Which connection (1-based, in the order they opened) carried it. */
-  connection: number;
-}
-
-type Reply = (req: Received, socket: Socket<ConnState>) => void | Promise<void>;
-
-interface ConnState {
-  n: number;
-  input: Buffer;
-}
-
-/** A TCP server that reads HTTP requests framed by content-length and lets each test answer them. */
-function rawServer(reply: Reply) {
-  let opened = 0;
-  let closed = 0;
-  const requests: Received[] = [];
-  const server = Bun.listen<ConnState>({
-    hostname: '127.0.0.1',
-    port: 0,
-    socket: {
-      open(socket) {
-        socket.data = { n: ++opened, input: Buffer.alloc(0) };
-      },
-      async data(socket, chunk) {
-        socket.data.input = Buffer.concat([socket.data.input, chunk]);
-        for (;;) {
-          const input = socket.data.input;
-          const end = input.indexOf('\r\n\r\n');
-          if (end < 0) return;
-          const head = input.toString('latin1', 0, end);
-          const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-          if (input.length < end + 4 + length) return;
-          const req = { head, body: input.subarray(end + 4, end + 4 + length), connection: socket.data.n };
-          socket.data.input = input.subarray(end + 4 + length);
-          requests.push(req);
-          await reply(req, socket);
-        }
-      },
-      close() {
-        closed++;
-      },
-    },
-  });
-  return {
-    url: (path = '/v1/chat/completions') => new URL(`http://127.0.0.1:${server.port}${path}`),
-    requests,
-    get opened() {
-      return opened;
-    },
-    get closed() {
-      return closed;
-    },
-    stop: () => server.stop(true),
-  };
-}
 
 /** Writes the bytes in pieces of `size`, each on its own turn of the event loop. */
 async function dribble(socket: Socket<ConnState>, bytes: string | Buffer, size: number) {

@@ -170,16 +170,48 @@ export async function openStreamOnce(upstream: Upstream, payload: string, contro
   }
 }
 
+/** How long, and how many bytes, the end of a body may take to come after its [DONE]. */
+const AFTER_DONE_MS = 500;
+const AFTER_DONE_BYTES = 4096;
+
+/**
+ * After [DONE] only the body's end should follow: a chunked body's last chunk, which servers that
+ * write each event as it is made (uvicorn, for one) send in a packet of its own. Reading it lets
+ * the connection go back to the pool; cancelling the body at [DONE] closed it, and the next
+ * stream to that backend opened a new one. More than a few bytes, or a late end, cancels.
+ */
+async function finishAfterDone(reader: BodyReader): Promise<void> {
+  const late = setTimeout(() => reader.cancel().catch(() => {}), AFTER_DONE_MS);
+  late.unref?.();
+  try {
+    for (let bytes = 0; bytes <= AFTER_DONE_BYTES; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      bytes += value?.length ?? 0;
+    }
+    await reader.cancel();
+  } catch {
+    // Cancelled or failed: the connection is closed either way; the stream was already complete.
+  } finally {
+    clearTimeout(late);
+  }
+}
+
 /** Parsed chunks of an SSE body until [DONE]; read straight off the body (no TransformStream layers, which cost per chunk). */
 async function* chunksOf(reader: BodyReader): AsyncGenerator<Chunk> {
   const decoder = new TextDecoder();
   const pending: string[] = [];
   const parser = createParser({ onEvent: (e) => pending.push(e.data) });
+  let finishing = false;
   try {
     for (;;) {
       while (pending.length) {
         const data = pending.shift()!;
-        if (data === '[DONE]') return;
+        if (data === '[DONE]') {
+          finishing = true;
+          void finishAfterDone(reader);
+          return;
+        }
         let chunk: unknown;
         try {
           chunk = JSON.parse(data);
@@ -200,6 +232,6 @@ async function* chunksOf(reader: BodyReader): AsyncGenerator<Chunk> {
       parser.feed(decoder.decode(value, { stream: true }));
     }
   } finally {
-    reader.cancel().catch(() => {});
+    if (!finishing) reader.cancel().catch(() => {});
   }
 }
