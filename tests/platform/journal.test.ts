@@ -5,7 +5,7 @@
  * shutdown stay for the next process, and a torn line does not stop the rest.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
@@ -35,6 +35,15 @@ afterAll(async () => {
 const ids = async (prefix: string) =>
   (await t.database.query<{ id: string }>(sql`select id from j_rows where id like ${`${prefix}%`} order by id`)).map((r) => r.id);
 const files = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+/** This process's descriptors open on files in `dir` (a file is closed only after its fdatasync in flight). */
+const openIn = (dir: string) =>
+  readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${dir}/`);
+    } catch {
+      return false; // the descriptor readdir itself used, closed since
+    }
+  });
 
 /** A journal file as a process that is gone left it (no lock held); answers its path. */
 function leftBehind(dir: string, name: string, text: string): string {
@@ -115,8 +124,21 @@ describe('journal ahead of the database (postgres)', () => {
     expect(await Promise.all(shipped)).toEqual(Array(11).fill('written'));
     await waitFor(() => files(dir).length === 0, 'every written file to be deleted');
     expect(await ids('r-')).toHaveLength(12);
+    await waitFor(() => openIn(dir).length === 0, "the deleted files' descriptors to be closed");
     journal.close();
     other.journal.close();
+  });
+
+  test('a full file is flushed on the thread pool when sealed; written meanwhile, it is deleted and its descriptor closed once the flush is done', async () => {
+    const dir = join(root, 'flush');
+    // Rows written at once: their outcomes arrive (microtasks) before the flush started by the seal calls back.
+    const { journal } = journalIn(dir, { maxFileRows: 3, ship: async () => 'written' });
+    const shipped = Array.from({ length: 4 }, (_, i) => journal.append({ id: `f-${i}`, n: i }));
+    expect(await Promise.all(shipped)).toEqual(Array(4).fill('written'));
+    await waitFor(() => files(dir).length <= 1 && openIn(dir).length <= 1, 'the sealed file deleted and closed');
+    journal.close();
+    await waitFor(() => openIn(dir).length === 0, 'every descriptor closed');
+    expect(files(dir)).toEqual([]);
   });
 
   test("a file left by a process that is gone is adopted: its rows are written (again: nothing twice) and the file deleted", async () => {

@@ -17,7 +17,7 @@
  * Hand-written: a few calls around write(2), flock(2) and readdir; no library of the field keeps
  * rows durable ahead of a database this way.
  */
-import { closeSync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { FatalError } from '../errors';
 import { canLock, tryLockExclusive } from '../flock';
@@ -57,11 +57,13 @@ interface JournalFile {
   sealed: boolean;
   startedAt: number;
   unsynced: boolean;
+  /** The fdatasync in flight on the thread pool, if any; the descriptor is closed only after it. */
+  syncing: Promise<void> | null;
 }
 
 const FILE_NAME = /^\d+-[0-9A-Za-z]+\.jsonl$/;
 
-const fileOf = (path: string, fd: number): JournalFile => ({ path, fd, rows: 0, unshipped: 0, keep: false, sealed: false, startedAt: Date.now(), unsynced: false });
+const fileOf = (path: string, fd: number): JournalFile => ({ path, fd, rows: 0, unshipped: 0, keep: false, sealed: false, startedAt: Date.now(), unsynced: false, syncing: null });
 
 export function openJournal<T>(opts: JournalOptions<T>) {
   if (!canLock()) throw new FatalError(`the ${opts.name} journal needs flock(2), which this system's libc does not provide`, 2);
@@ -98,22 +100,42 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     retireIfDone(file);
   }
 
+  /**
+   * fdatasync on the thread pool, not the event loop: it takes 0.5 ms on this project's test disk
+   * and can take tens of milliseconds on a network volume, and every request would wait for it
+   * once a second. One at a time per file; rows appended meanwhile are synced at the next tick.
+   */
   function sync(file: JournalFile) {
+    if (file.syncing) return;
     file.unsynced = false;
-    try {
-      fdatasyncSync(file.fd);
-    } catch (err) {
-      opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
-    }
+    file.syncing = new Promise<void>((resolve) =>
+      fdatasync(file.fd, (err) => {
+        if (err) opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
+        file.syncing = null;
+        resolve();
+      }),
+    );
   }
 
   /** A sealed file whose rows all have an outcome: deleted (kept if a row was given up), then unlocked. */
   function retireIfDone(file: JournalFile) {
     if (!file.sealed || file.unshipped > 0 || !own.delete(file.path)) return;
     if (file.keep) {
-      if (file.unsynced) sync(file);
+      // At shutdown (the only time a row is given up): on disk before the process exits.
+      if (file.unsynced) syncNow(file);
     } else unlinkQuietly(file.path);
-    closeSync(file.fd);
+    // Closing releases the lock; a sync in flight must not meet a descriptor number reused meanwhile.
+    if (file.syncing) void file.syncing.then(() => closeSync(file.fd));
+    else closeSync(file.fd);
+  }
+
+  function syncNow(file: JournalFile) {
+    file.unsynced = false;
+    try {
+      fdatasyncSync(file.fd);
+    } catch (err) {
+      opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
+    }
   }
 
   function unlinkQuietly(path: string) {
