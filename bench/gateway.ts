@@ -24,7 +24,8 @@
  *
  *   bun bench/gateway.ts          (N1=2000 N64=20000 STREAMS=320 SERIAL_STREAMS=50 to change the counts;
  *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
- *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process)
+ *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process, summarised
+ *                                  by bench/support/profile-summary.ts)
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -226,8 +227,9 @@ async function main() {
     DATA_DIR: tc.dataDir,
     SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
   };
-  // PROFILE_DIR=/tmp/prof writes a markdown CPU profile of the (first) cpd process there.
-  const prof = process.env.PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
+  // PROFILE_DIR=/tmp/prof writes a CPU profile of the (first) cpd process there, sampled every
+  // 250 µs (read it with bench/support/profile-summary.ts).
+  const prof = process.env.PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
   /** One `cpd serve` with `env` over cpdEnv, on its own port (all on one database and DATA_DIR). */
   async function startCpd(env: Record<string, string>, flags: string[] = []): Promise<{ url: string; pid: number; proc: Bun.Subprocess }> {
     const port = await freePort();
