@@ -106,6 +106,7 @@ migrations: $(DEPS_STAMP)
 deps: $(DEPS_STAMP)
 
 $(DEPS_STAMP): package.json bun.lock $(wildcard patches/*.patch) | $(BUN)
+	@# A changed patch (a new hash) makes bun install that package again, patched.
 	$(BUN) install --frozen-lockfile
 	@touch $@
 
