@@ -220,6 +220,60 @@ describe('http1 client', () => {
     expect((await answer.text()).length).toBe(answerBody.length);
   });
 
+  test('a reader that falls behind pauses the connection: the upstream is held back by TCP instead of filling memory, and every byte arrives once read', async () => {
+    const total = 64 * 1024 * 1024;
+    const piece = Buffer.alloc(256 * 1024, 'x');
+    let sent = 0;
+    let blocked = false;
+    let pump = () => {};
+    const upstream = Bun.listen({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        data(socket) {
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${total}\r\n\r\n`);
+          pump = () => {
+            while (sent < total) {
+              const want = Math.min(piece.length, total - sent);
+              const written = socket.write(piece.subarray(0, want));
+              sent += Math.max(0, written);
+              if (written < want) {
+                blocked = true; // the kernel's buffers are full: wait for drain
+                return;
+              }
+            }
+          };
+          pump();
+        },
+        drain() {
+          blocked = false;
+          pump();
+        },
+      },
+    });
+    servers.push(upstream);
+    const other = serve((_req, socket) => void socket.write(okJson('{}')));
+
+    const answer = await post(new URL(`http://127.0.0.1:${upstream.port}/v1/chat/completions`));
+    await waitFor(() => blocked, 'the upstream to be held back');
+    const held = sent;
+    // Several round trips on another connection: the event loop polls every socket meanwhile, so
+    // a connection that was still read would take in more, and the upstream would send more.
+    for (let i = 0; i < 5; i++) expect((await post(other.url())).status).toBe(200);
+    expect(sent).toBe(held);
+    expect(held).toBeLessThan(total / 2); // about 1 MiB in cpd, the rest in the kernel's socket buffers
+
+    let received = 0;
+    const reader = answer.reader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received += value!.length;
+    }
+    expect(received).toBe(total);
+    expect(sent).toBe(total);
+  });
+
   test('an answer that comes before the whole request was written (413) leaves its connection out of the pool', async () => {
     let opened = 0;
     const server = Bun.listen<{ answered: boolean }>({
