@@ -32,6 +32,9 @@ function build() {
     .get('/unique', () => {
       throw Object.assign(new Error('duplicate key value violates unique constraint "users_email"'), { code: '23505' });
     })
+    .get('/deadlock', () => {
+      throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    })
     .get('/items', ({ query }) => query, { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })) }) })
     .post('/things', ({ body }) => body, { body: t.Object({ name: t.String({ minLength: 1 }) }) });
 
@@ -55,6 +58,7 @@ describe('error contract', () => {
     ['unknown route', '/nowhere', 404, 'not found'],
     ['AppError kind', '/conflict', 409, 'email already registered'],
     ['unique violation', '/unique', 409, 'already exists'],
+    ['a transaction PostgreSQL aborted for a concurrent one (deadlock)', '/deadlock', 503, /retry it$/],
     ['query failing its schema', '/items?limit=0', 400, /^invalid /],
     ['query of the wrong type', '/items?limit=many', 400, /^invalid /],
     ['unexpected exception', '/crash', 500, 'internal server error'],
@@ -64,6 +68,10 @@ describe('error contract', () => {
       expectErrorShape(await call('GET', path), status, error);
     });
   }
+
+  test('a transaction aborted for a concurrent one says when to retry', async () => {
+    expect((await call('GET', '/deadlock')).headers.get('retry-after')).toBe('1');
+  });
 
   test('a body failing its schema is 400, never Elysia 422', async () => {
     const res = await call('POST', '/things', { body: JSON.stringify({ name: '' }), headers: { 'content-type': 'application/json' } });

@@ -217,10 +217,18 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     return row ?? null;
   }
 
-  /** Locks the wallet row (when there is one) for the rest of `tx` and answers its balance. */
+  /**
+   * Locks the wallet row for the rest of `tx` and answers its balance. A missing row is created
+   * (at zero, with `tx`) first, so the lock is held whatever state the wallet is in: an adjustment
+   * on a wallet not yet created used to take no lock, and deadlocked with a twin (the same
+   * Idempotency-Key) that had locked the row a top-up created meanwhile, each waiting for the
+   * other's entry or row (about one round in twenty of two such twins and a top-up).
+   */
   async function lockedBalance(tx: DbOrTx, userId: string): Promise<bigint> {
+    const now = ctx.clock.now();
+    await tx.insert(wallets).values({ userId, currency, balanceMicros: 0n, createdAt: now, updatedAt: now }).onConflictDoNothing();
     const [w] = await tx.select({ b: wallets.balanceMicros }).from(wallets).where(eq(wallets.userId, userId)).for('update');
-    return w?.b ?? 0n;
+    return w!.b;
   }
 
   /** Balances of many wallets (0 for a user without one), for the admin user list. */

@@ -50,6 +50,10 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
     case '22021': // NUL or invalid UTF-8 in a text value ("%00" in a path id)
     case '22P05': // \u0000 inside a jsonb value
       return jsonError(400, 'malformed value');
+    case '40P01': // deadlock detected: PostgreSQL aborted this transaction for another
+    case '40001': // serialization failure
+      log.warn({ err: error, request_id: requestId }, 'transaction aborted by a concurrent one');
+      return jsonError(503, 'the database aborted this request to resolve a conflict with a concurrent one; retry it', { 'retry-after': '1' });
   }
   if (isDatabaseUnreachable(error)) {
     log.warn({ err: error, request_id: requestId }, 'database unavailable');

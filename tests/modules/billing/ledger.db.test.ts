@@ -83,4 +83,22 @@ describe('ledger under concurrency (postgres)', () => {
     for (const u of users) total += await fixture.billing.getBalanceMicros(u);
     expect(total).toBe(expected);
   });
+
+  test('adjustments sent twice with one Idempotency-Key beside the top-up that creates the wallet: one entry each, never a deadlock', async () => {
+    // Before, an adjustment on a wallet not yet created took no lock; a twin that locked the row
+    // the top-up had just created then waited for the first's entry while the first waited for
+    // the row: PostgreSQL aborted one of them in about one round in twenty.
+    const db = fixture.tc.ctx.database.db;
+    for (let round = 0; round < 100; round++) {
+      const userId = `twins-${round}`;
+      const adjust = () => db.transaction((tx) => fixture.billing.adjust(tx, { userId, amount: -1, reason: 'correction', allowNegative: true, idempotencyKey: 'k' }));
+      const topup = () => fixture.billing.credit(db, { userId, type: 'topup', amountMicros: 5_000_000n, reference: `twins-top-${round}`, description: 'top-up' });
+      const outcomes = await Promise.allSettled([adjust(), topup(), adjust(), adjust()]);
+      expect(outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+      const adjusted = outcomes.filter((o, i) => i !== 1 && o.status === 'fulfilled').map((o) => (o as PromiseFulfilledResult<{ applied: boolean }>).value.applied);
+      expect(adjusted.filter(Boolean)).toHaveLength(1);
+      expect(await fixture.billing.getBalanceMicros(userId)).toBe(4_000_000n);
+      expect(await ledgerSumMicros(fixture.tc.ctx, userId)).toBe(4_000_000n);
+    }
+  });
 });
