@@ -219,10 +219,8 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
 
   /**
    * Locks the wallet row for the rest of `tx` and answers its balance. A missing row is created
-   * (at zero, with `tx`) first, so the lock is held whatever state the wallet is in: an adjustment
-   * on a wallet not yet created used to take no lock, and deadlocked with a twin (the same
-   * Idempotency-Key) that had locked the row a top-up created meanwhile, each waiting for the
-   * other's entry or row (about one round in twenty of two such twins and a top-up).
+   * (at zero, in `tx`) first, so the lock is always taken: without it, an adjustment and its twin
+   * (the same Idempotency-Key) could deadlock around the row a top-up created between them.
    */
   async function lockedBalance(tx: DbOrTx, userId: string): Promise<bigint> {
     const now = ctx.clock.now();

@@ -54,7 +54,7 @@ export class MetricsRegistry {
       for (const metric of this.families.values()) registry.registerMetric(metric as unknown as Metric);
       collectDefaultMetrics({ register: registry });
       // Under Bun, v8.getHeapSpaceStatistics() (behind these three) walks the whole heap on the
-      // event loop at every scrape: 63–68 ms with 3 M objects, 13–24 ms per scrape of a server
+      // event loop at every scrape: 63–68 ms with 3 M objects, 10–23 ms per scrape of a server
       // under load. V8's heap spaces do not exist in JavaScriptCore anyway; nodejs_heap_size_*
       // (process.memoryUsage(), microseconds) still tell the heap's size.
       for (const name of HEAP_SPACE_METRICS) registry.removeSingleMetric(name);
