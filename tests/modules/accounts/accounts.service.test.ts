@@ -29,11 +29,19 @@ describe('passwords', () => {
   });
 
   test('hashing leaves the event loop free', async () => {
-    let ticks = 0;
-    const timer = setInterval(() => ticks++, 0);
-    await hashPassword('a password');
-    clearInterval(timer);
-    expect(ticks).toBeGreaterThan(0);
+    // Turns of the event loop while a hash runs: a hash on the event loop would end before the
+    // first (a 1 ms timer, as this counted before, could miss a 6 ms hash on a fast machine).
+    let done = false;
+    const hashing = hashPassword('a password').then(() => {
+      done = true;
+    });
+    let turns = 0;
+    while (!done) {
+      await new Promise((r) => setImmediate(r));
+      turns++;
+    }
+    await hashing;
+    expect(turns).toBeGreaterThan(1);
   });
 
   test('needsRehash for weaker parameters or another algorithm; verify never throws', async () => {
