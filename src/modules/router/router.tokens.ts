@@ -167,8 +167,6 @@ export async function countTexts(texts: string[]): Promise<number> {
   return (await (await loadTokenizer())(texts)).reduce((a, b) => a + b, 0);
 }
 
-export const countText = (text: string): Promise<number> => countTexts([text]);
-
 export async function countPromptTokens(body: Record<string, unknown>): Promise<number> {
   let n = REPLY_PRIMING;
   const texts: string[] = [];

@@ -111,7 +111,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     file.unsynced = false;
     file.syncing = new Promise<void>((resolve) =>
       fdatasync(file.fd, (err) => {
-        if (err) opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
+        if (err) flushFailed(file, err);
         file.syncing = null;
         if (file.unsynced && file.sealed && file.unshipped > 0) sync(file);
         resolve();
@@ -140,8 +140,12 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     try {
       fdatasyncSync(file.fd);
     } catch (err) {
-      opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
+      flushFailed(file, err);
     }
+  }
+
+  function flushFailed(file: JournalFile, err: unknown) {
+    opts.log.warn({ err, file: file.path }, `${opts.name} journal: fdatasync failed`);
   }
 
   function unlinkQuietly(path: string) {

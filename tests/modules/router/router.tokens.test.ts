@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { countPromptTokens, countText } from '../../../src/modules/router/router.tokens';
+import { countPromptTokens, countTexts } from '../../../src/modules/router/router.tokens';
 
 const paragraph = (tag: string) => `${tag}: ${'The quick brown fox jumps over the lazy dog, then counts its tokens. '.repeat(40)}`;
 
@@ -15,8 +15,8 @@ describe('token counting', () => {
   test('short and long texts count as the tokenizer does, the second time too (from the cache)', async () => {
     for (const text of ['', 'hi', 'short text, counted each time', paragraph('long'), `${paragraph('unicode')} 数一数这些词 🦊`]) {
       const expected = text ? countTokens(text) : 0;
-      expect(await countText(text)).toBe(expected);
-      expect(await countText(text)).toBe(expected);
+      expect(await countTexts([text])).toBe(expected);
+      expect(await countTexts([text])).toBe(expected);
     }
   });
 
@@ -26,7 +26,7 @@ describe('token counting', () => {
     expect(words.length).toBe(runs.length);
     expect(countTokens(words)).not.toBe(countTokens(runs));
     const longer = `${runs} and then some words`;
-    for (const text of [runs, words, longer]) expect(await countText(text)).toBe(countTokens(text));
+    for (const text of [runs, words, longer]) expect(await countTexts([text])).toBe(countTokens(text));
   });
 
   test('each turn of a growing conversation counts its whole prompt', async () => {
@@ -49,16 +49,16 @@ describe('token counting', () => {
     texts.push("It's   a  test\n\n  with   odd   spacing, tabs\tand 123456 numbers 3.14159, 'quotes' and https://example.com/a b c. ".repeat(600));
     for (const text of texts) {
       expect(text.length).toBeGreaterThan(20_000);
-      expect(await countText(text)).toBe(countTokens(text));
+      expect(await countTexts([text])).toBe(countTokens(text));
     }
   });
 
   test('a fresh process counts on the counter thread, its event loop running while the tables load', async () => {
     const script = `
-      import { countText } from ${JSON.stringify(join(import.meta.dir, '../../../src/modules/router/router.tokens.ts'))};
+      import { countTexts } from ${JSON.stringify(join(import.meta.dir, '../../../src/modules/router/router.tokens.ts'))};
       let ticks = 0;
       const timer = setInterval(() => ticks++, 1);
-      const count = await countText('hello world');
+      const count = await countTexts(['hello world']);
       clearInterval(timer);
       console.log(JSON.stringify({ count, ticks }));`;
     const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
@@ -73,7 +73,7 @@ describe('token counting', () => {
       setImmediate(() => {
         ran = true;
       });
-      expect(await countText(text)).toBe(countTokens(text));
+      expect(await countTexts([text])).toBe(countTokens(text));
       expect(ran).toBe(true);
     }
   });
@@ -84,16 +84,16 @@ describe('token counting', () => {
     for (const run of runs) {
       let bySlices = 0;
       for (let at = 0; at < run.length; at += 128) bySlices += countTokens(run.slice(at, at + 128));
-      expect(await countText(run)).toBe(bySlices);
+      expect(await countTexts([run])).toBe(bySlices);
       // A cut adds a few tokens at most: a shorter run, which the BPE can still take whole, shows how many.
       const short = run.slice(0, 640);
       const exact = countTokens(short);
-      const counted = await countText(short);
+      const counted = await countTexts([short]);
       expect(counted).toBeGreaterThanOrEqual(exact);
       expect(counted - exact).toBeLessThanOrEqual(4 * 4);
     }
     // Text around a long run is counted as it is.
     const prose = paragraph('around').trim();
-    expect(await countText(`${prose}${' '.repeat(1000)}${prose}`)).toBe(countTokens(prose) + (await countText(' '.repeat(1000))) + countTokens(prose));
+    expect(await countTexts([`${prose}${' '.repeat(1000)}${prose}`])).toBe(countTokens(prose) + (await countTexts([' '.repeat(1000)])) + countTokens(prose));
   });
 });
