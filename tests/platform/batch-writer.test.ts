@@ -72,6 +72,43 @@ for (const kind of DB_KINDS) {
       expect(await rowsIn(t.database, 'l-')).toBe(5);
     });
 
+    test('with a linger, rows that arrive while a batch is written wait to share the next one', async () => {
+      const batches: string[][] = [];
+      const writer = createBatchWriter<Row>({
+        name: 'test rows',
+        log: captureLogger().log,
+        concurrency: 1,
+        lingerMs: 200,
+        async write(rows) {
+          batches.push(rows.map((r) => r.id));
+          // A row arriving while the first batch is written; the next arrives once it has committed.
+          if (rows[0]!.id === 'n-0') void writer.add({ id: 'n-1', n: 1 });
+          await t.database.query(sql`insert into bw_rows (id, n) select id, n from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(id text, n integer) on conflict (id) do nothing`);
+        },
+        setAside: async () => {},
+      });
+      expect(await writer.add({ id: 'n-0', n: 0 })).toBe('written');
+      await new Promise((r) => setImmediate(r));
+      expect(await writer.add({ id: 'n-2', n: 2 })).toBe('written');
+      // Without the linger between batches, n-1 went alone as soon as n-0 committed.
+      expect(batches).toEqual([['n-0'], ['n-1', 'n-2']]);
+      expect(await rowsIn(t.database, 'n-')).toBe(3);
+    });
+
+    test('flush() and close() cut a linger short', async () => {
+      // A linger longer than the test's timeout: only flush() can end it in time.
+      const { writer, writes } = writerOn(t.database, { lingerMs: 600_000 });
+      const outcome = writer.add({ id: 'f-0', n: 0 });
+      await new Promise((r) => setImmediate(r));
+      expect(writes()).toBe(0);
+      await writer.flush();
+      expect(await outcome).toBe('written');
+      const closing = writer.add({ id: 'f-1', n: 1 });
+      await writer.close(5_000);
+      expect(await closing).toBe('written');
+      expect(await rowsIn(t.database, 'f-')).toBe(2);
+    });
+
     test('a row the column cannot hold is set aside with the reason; every other row of its batch is written', async () => {
       const { writer, setAside, lines } = writerOn(t.database, { concurrency: 1 });
       const rows = Array.from({ length: 40 }, (_, i) => ({ id: `p-${String(i).padStart(2, '0')}`, n: i === 17 ? 3_000_000_000 : i }));

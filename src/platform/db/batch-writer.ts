@@ -33,8 +33,10 @@ export interface BatchWriterOptions<T> {
   describe?(row: T): unknown;
   maxBatch?: number;
   /**
-   * How long a row arriving at an idle writer waits for others to share its batch (default 0:
-   * written at once). For rows nobody waits for (journaled ones): fewer, larger commits.
+   * How long a batch that is not full waits for more rows before it is written (default 0: at
+   * once, and under load each batch takes what arrived while the one before it was written). For
+   * rows nobody waits for (journaled usage, download records): fewer, larger commits, which cost
+   * PostgreSQL about half the CPU per row (bench/catalog.ts). flush() and close() cut it short.
    */
   lingerMs?: number;
   /** Batches written at the same time (each on its own connection). */
@@ -61,7 +63,19 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   const maxBatch = opts.maxBatch ?? 256;
   const concurrency = opts.concurrency ?? 2;
   const lingerMs = opts.lingerMs ?? 0;
-  let lingering = false;
+  /** Ends the current linger early (flush, close); null while no batch lingers. */
+  let endLinger: (() => void) | null = null;
+  function linger(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, lingerMs);
+      endLinger = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => {
+      endLinger = null;
+    });
+  }
   const queue: Array<Pending<T>> = [];
   let active = 0;
   let setAsideCount = 0;
@@ -134,7 +148,13 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
   async function work() {
     active++;
     try {
-      while (queue.length) await writeBatch(queue.splice(0, maxBatch));
+      while (queue.length) {
+        if (lingerMs && queue.length < maxBatch && !idleWaiters.length) {
+          if (endLinger) break; // the batch lingering on another writer collects these rows
+          await linger();
+        }
+        await writeBatch(queue.splice(0, maxBatch));
+      }
     } finally {
       active--;
       if (active === 0 && !queue.length) {
@@ -150,21 +170,16 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
     add(row: T): Promise<RowOutcome> {
       return new Promise<RowOutcome>((done) => {
         queue.push({ row, done });
-        if (active >= concurrency) return;
-        if (!lingerMs) void work();
-        else if (!lingering) {
-          lingering = true;
-          setTimeout(() => {
-            lingering = false;
-            if (active < concurrency && queue.length) void work();
-          }, lingerMs);
-        }
+        // One lingering batch collects for all: a second writer starts only once it is written.
+        if (active < concurrency && !endLinger) void work();
       });
     },
     /** Resolves when every row added so far has an outcome. */
     flush(): Promise<void> {
       if (!queue.length && active === 0) return Promise.resolve();
-      return new Promise<void>((r) => idleWaiters.push(r));
+      const idle = new Promise<void>((r) => idleWaiters.push(r));
+      endLinger?.();
+      return idle;
     },
     /** Writes what is queued; past `deadlineMs` rows still failing are logged and answered 'unwritten'. */
     async close(deadlineMs: number): Promise<void> {
