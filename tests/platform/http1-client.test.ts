@@ -255,11 +255,25 @@ describe('http1 client', () => {
     const other = serve((_req, socket) => void socket.write(okJson('{}')));
 
     const answer = await post(new URL(`http://127.0.0.1:${upstream.port}/v1/chat/completions`));
-    await waitFor(() => blocked, 'the upstream to be held back');
-    const held = sent;
     // Several round trips on another connection: the event loop polls every socket meanwhile, so
-    // a connection that was still read would take in more, and the upstream would send more.
-    for (let i = 0; i < 5; i++) expect((await post(other.url())).status).toBe(200);
+    // a connection that was still read would take in more, and the upstream would send more. The
+    // kernel's buffers fill before cpd's 1 MiB does (the upstream blocks for a moment while cpd
+    // still reads), so the upstream is held back only once it stays blocked across the round trips.
+    const roundTrips = async () => {
+      for (let i = 0; i < 5; i++) expect((await post(other.url())).status).toBe(200);
+    };
+    let before = -1;
+    await waitFor(
+      async () => {
+        before = sent;
+        await roundTrips();
+        return blocked && sent === before;
+      },
+      'the upstream to stay held back',
+      { timeoutMs: 4_000 },
+    );
+    const held = sent;
+    await roundTrips();
     expect(sent).toBe(held);
     expect(held).toBeLessThan(total / 2); // about 1 MiB in cpd, the rest in the kernel's socket buffers
 
