@@ -1,6 +1,7 @@
 /** GET /metrics: who may scrape, and counters that move by exactly what was done. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { fundedUser, type Harness, startHarness } from '../modules/gateway/gateway-harness';
+import { createMetricsRegistry } from '../../src/platform/metrics/registry';
 import { createTestApp } from '../support/app';
 import { parseMetrics, scrape } from '../support/prometheus';
 
@@ -81,6 +82,25 @@ describe('metrics', () => {
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) expect(m.typeOf(name)).toBeDefined();
     // Left out: under Bun their source walks the whole heap on the event loop at every scrape.
     expect(m.text).not.toContain('nodejs_heap_space_size');
+  });
+
+  test('the formatter is made and scraped without walking the heap (v8.getHeapSpaceStatistics, which Bun answers by visiting every object)', async () => {
+    const v8 = require('node:v8') as typeof import('node:v8');
+    const original = v8.getHeapSpaceStatistics;
+    let walks = 0;
+    v8.getHeapSpaceStatistics = () => {
+      walks++;
+      return original();
+    };
+    try {
+      const registry = createMetricsRegistry();
+      const { text } = await registry.scrape();
+      expect(text).toContain('nodejs_heap_size_used_bytes');
+      expect(text).not.toContain('nodejs_heap_space_size');
+      expect(walks).toBe(0);
+    } finally {
+      v8.getHeapSpaceStatistics = original;
+    }
   });
 
   test('without METRICS_TOKEN: loopback only, and a forwarded request is not a loopback client (401 {error})', async () => {

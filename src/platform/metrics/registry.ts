@@ -13,8 +13,6 @@
  */
 import type { Metric, Registry } from 'prom-client';
 
-const HEAP_SPACE_METRICS = ['nodejs_heap_space_size_total_bytes', 'nodejs_heap_space_size_used_bytes', 'nodejs_heap_space_size_available_bytes'];
-
 /** What a registered metric gives the formatter: prom-client's `Metric` shape. */
 export interface MetricFamily {
   readonly name: string;
@@ -52,12 +50,12 @@ export class MetricsRegistry {
     this.formatter ??= import('prom-client').then(({ Registry, collectDefaultMetrics }) => {
       const registry = new Registry();
       for (const metric of this.families.values()) registry.registerMetric(metric as unknown as Metric);
-      collectDefaultMetrics({ register: registry });
-      // Under Bun, v8.getHeapSpaceStatistics() (behind these three) walks the whole heap on the
-      // event loop at every scrape: 63–68 ms with 3 M objects, 10–23 ms per scrape of a server
-      // under load. V8's heap spaces do not exist in JavaScriptCore anyway; nodejs_heap_size_*
+      // Without nodejs_heap_space_size_* (patches/prom-client@15.1.3.patch): under Bun,
+      // v8.getHeapSpaceStatistics() walks the whole heap on the event loop, 63–68 ms with 3 M
+      // objects, 10–23 ms per scrape of a server under load, and once when this registry is made.
+      // V8's heap spaces do not exist in JavaScriptCore anyway; nodejs_heap_size_*
       // (process.memoryUsage(), microseconds) still tell the heap's size.
-      for (const name of HEAP_SPACE_METRICS) registry.removeSingleMetric(name);
+      collectDefaultMetrics({ register: registry });
       return registry;
     });
     return this.formatter;
