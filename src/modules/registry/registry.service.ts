@@ -95,8 +95,8 @@ function toRecord(m: ModelEntry): ModelRecord {
 
 /**
  * How long download records wait to share an insert: batches of up to 500 rows cost PostgreSQL
- * 10-13 µs per row against 17-21 µs when each insert took what arrived during the one before,
- * which lifted the 302's req/s by about a tenth on two cores shared with the database
+ * 9-13 µs per row against 17-22 µs when each insert took what arrived during the one before,
+ * which lifted the 302's req/s by about a quarter on two cores shared with the database
  * (bench/catalog.ts). A crash loses at most this much of the records, never money.
  */
 const DOWNLOADS_LINGER_MS = 200;
