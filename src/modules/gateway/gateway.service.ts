@@ -23,12 +23,13 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
   const limiter = namedLimiter(ctx, 'gateway');
   const maxBody = ctx.config.gateway.maxBodyBytes;
   const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
 
   async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {
     const raw = await readBodyBytes(request, maxBody);
     let body: unknown;
     try {
-      body = JSON.parse(new TextDecoder().decode(raw));
+      body = JSON.parse(decoder.decode(raw));
     } catch {
       throw new AppError('invalid', 'request body is not valid JSON');
     }

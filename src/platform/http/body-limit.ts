@@ -65,6 +65,11 @@ function discardRest(reader: { read(): Promise<{ done: boolean }>; cancel(): Pro
 /** The whole body, at most `maxBytes` of it: 413 on a declared or an actual length over it. */
 export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   checkDeclaredLength(request, maxBytes);
+  // A declared length frames the body: the server reads that many bytes and no more (Bun answers
+  // 400 to a request that also declares a chunked body), so it is read at once. Through a stream
+  // reader the same body cost 4–5 µs more per request (Bun 1.4.5, a 200-byte chat body at 32 in
+  // flight), about a fifteenth of what the gateway spends on a request.
+  if (/^\d+$/.test(request.headers.get('content-length') ?? '')) return new Uint8Array(await request.arrayBuffer());
   if (!request.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let received = 0;
