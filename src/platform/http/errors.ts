@@ -81,6 +81,9 @@ function validationMessage(error: unknown): string {
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
+/** The status of a request whose client left before it was answered (nginx's 499). */
+const CLIENT_CLOSED_REQUEST = 499;
+
 /**
  * Called for a body that is not well-formed JSON, with the matched route template, before the
  * 400 is answered: it throws the route's auth error (401/403) for a caller the route would refuse.
@@ -105,7 +108,13 @@ export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
           failure = authError;
         }
       }
-      const response = errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
+      // The client went away before it was answered (in the middle of sending its body, say): no
+      // one is left to read an answer and nothing failed here. Logged and counted as 499 (nginx's
+      // "client closed request"), not as a 500 with an error line an operator would chase.
+      const response =
+        request.signal.aborted && (failure as { name?: unknown } | null)?.name === 'AbortError'
+          ? jsonError(CLIENT_CLOSED_REQUEST, 'the client closed the request')
+          : errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
       set.status = response.status; // read by the access log
       // Keep headers already set on the context (X-Request-Id).
       for (const [k, v] of Object.entries(set.headers)) if (!response.headers.has(k) && typeof v === 'string') response.headers.set(k, v);

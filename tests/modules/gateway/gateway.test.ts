@@ -1,5 +1,6 @@
 /** The gateway through the official openai client on a real listener, with a fake upstream. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { connect } from 'node:net';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { sql } from 'drizzle-orm';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream';
@@ -334,6 +335,28 @@ describe('gateway: concurrency and aborts', () => {
     expect((await usageRows(u.user.id))[0]).toMatchObject({ status: 499, aborted: true, streamed: false });
     expect(await u.balance()).toBe(1_000_000n);
     h.up.reset();
+  });
+
+  test('a client that leaves while sending its body is logged as 499, with no error line, and nothing reaches the upstream', async () => {
+    h.up.reset();
+    const u = await fundedUser(h, 1_000_000n);
+    const before = h.t.logs.length;
+    const port = Number(new URL(h.baseUrl).port);
+    // The head declares 200 bytes; 19 are sent, and once the server is reading the body the
+    // connection is dropped.
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.key.key}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"model":"m1","mess`,
+      ),
+    );
+    await waitFor(() => h.t.app.server!.pendingRequests, 'the server to take the request', { until: (n) => n > 0 });
+    socket.destroy();
+    await waitFor(() => h.t.logs.slice(before).some((l) => l.includes('"path":"/v1/chat/completions"')), 'the request to be logged');
+    const lines = h.t.logs.slice(before).map((l) => JSON.parse(l) as { level: string; msg: string; path?: string; status?: number });
+    expect(lines.filter((l) => l.path === '/v1/chat/completions').map((l) => l.status)).toEqual([499]);
+    expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+    expect(h.up.stats.completions).toBe(0);
+    expect(await u.balance()).toBe(1_000_000n);
   });
 
   test('an abort before the first token costs nothing', async () => {
