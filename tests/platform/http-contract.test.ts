@@ -36,7 +36,8 @@ function build() {
       throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
     })
     .get('/items', ({ query }) => query, { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 200 })) }) })
-    .post('/things', ({ body }) => body, { body: t.Object({ name: t.String({ minLength: 1 }) }) });
+    .post('/things', ({ body }) => body, { body: t.Object({ name: t.String({ minLength: 1 }) }) })
+    .post('/raw', async ({ request }) => ({ bytes: (await request.arrayBuffer()).byteLength }), { parse: 'none' });
 
   async function call(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
     const res = await app.handle(new Request(`http://localhost${path}`, { method, body: init.body, headers: init.headers }));
@@ -115,6 +116,31 @@ describe('error contract', () => {
     expectErrorShape({ status: res.status, headers: res.headers, text: await res.text() }, 413, `request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
   });
 
+  test('a client that leaves while sending its body: 499 in the access log, no error line, whoever reads the body', async () => {
+    for (const path of ['/things', '/raw']) {
+      const before = lines.length;
+      // What Bun does when the connection closes mid-body: the request's signal aborts and the
+      // body's read fails with an AbortError.
+      const client = new AbortController();
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"name":'));
+          client.signal.addEventListener('abort', () => controller.error(new DOMException('The connection was closed.', 'AbortError')));
+        },
+      });
+      const answered = app.handle(
+        new Request(`http://localhost${path}`, { method: 'POST', body, signal: client.signal, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit),
+      );
+      client.abort();
+      const res = await answered;
+      expect(res.status).toBe(499);
+      const id = res.headers.get('x-request-id');
+      const mine = () => lines.slice(before).map((l) => JSON.parse(l) as { level: string; msg: string; status?: number; request_id?: string }).filter((l) => l.request_id === id);
+      const logged = await waitFor(mine, `the access line of ${path}`, { until: (ls) => ls.some((l) => l.msg === 'request'), timeoutMs: 2_000 });
+      expect(logged.map((l) => [l.level, l.msg, l.status])).toEqual([['info', 'request', 499]]);
+    }
+  });
+
   test('an AppError keeps its headers (429 Retry-After)', async () => {
     const res = await call('GET', '/limited');
     expect(res.status).toBe(429);
@@ -151,6 +177,24 @@ describe('access log', () => {
     expect(access[0].duration_ms).toBeGreaterThanOrEqual(0);
     expect(access[1]).toMatchObject({ path: '/nowhere', status: 404, request_id: 'req-2' });
     expect(access[2]).toMatchObject({ path: '/crash', status: 500, request_id: 'req-3' });
+  });
+
+  test('a body without a declared length (chunked) keeps the line its request id and duration', async () => {
+    const { app, accessLines } = build();
+    // Such a body is swapped for a counting one before anything reads it (the body limit).
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"name":"x"}'));
+        controller.close();
+      },
+    });
+    const res = await app.handle(
+      new Request('http://localhost/things', { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-request-id': 'req-chunked' }, duplex: 'half' } as RequestInit),
+    );
+    expect(res.status).toBe(200);
+    const [line] = await accessLines(1);
+    expect(line).toMatchObject({ path: '/things', status: 200, request_id: 'req-chunked' });
+    expect(line.duration_ms).toBeGreaterThanOrEqual(0);
   });
 
   test('never writes Authorization, cookies, query tokens or body passwords', async () => {

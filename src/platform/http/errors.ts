@@ -8,6 +8,7 @@ import { isDatabaseUnreachable } from '../db/unreachable';
 import { AppError, STATUS_OF_KIND } from '../errors';
 import { checkDeclaredLength, withBodyLimit } from './body-limit';
 import type { Logger } from '../logger';
+import { carryRequestLog } from './request-log';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -97,7 +98,10 @@ export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
       if (request.headers.has('content-length')) return checkDeclaredLength(request, MAX_REQUEST_BODY_BYTES);
       // No declared length: swap in a counting body before any parser or handler reads it. Elysia
       // reads the body from the context's request, so replacing it here covers every route.
-      if (request.body) (context as { request: Request }).request = withBodyLimit(request, MAX_REQUEST_BODY_BYTES);
+      if (!request.body) return;
+      const limited = withBodyLimit(request, MAX_REQUEST_BODY_BYTES);
+      carryRequestLog(request, limited);
+      (context as { request: Request }).request = limited;
     })
     .onError({ as: 'global' }, async ({ error, code, set, request, route }) => {
       let failure: unknown = error;
@@ -110,9 +114,10 @@ export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
       }
       // The client went away before it was answered (in the middle of sending its body, say): no
       // one is left to read an answer and nothing failed here. Logged and counted as 499 (nginx's
-      // "client closed request"), not as a 500 with an error line an operator would chase.
+      // "client closed request"), not as a 500 with an error line an operator would chase, nor as
+      // a 400 for the body it never finished. Any other failure keeps its answer and its log line.
       const response =
-        request.signal.aborted && (failure as { name?: unknown } | null)?.name === 'AbortError'
+        request.signal.aborted && (code === 'PARSE' || (failure as { name?: unknown } | null)?.name === 'AbortError')
           ? jsonError(CLIENT_CLOSED_REQUEST, 'the client closed the request')
           : errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
       set.status = response.status; // read by the access log

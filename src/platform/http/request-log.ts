@@ -12,6 +12,12 @@ export function requestIdOf(request: Request): string | undefined {
   return started.get(request)?.id;
 }
 
+/** Another hook replaced the context's request with `to` (a wrapped body): it keeps `from`'s id and arrival. */
+export function carryRequestLog(from: Request, to: Request): void {
+  const info = started.get(from);
+  if (info) started.set(to, info);
+}
+
 /** When the request arrived (performance.now()), for the duration metric. */
 export function requestStartOf(request: Request): number | undefined {
   return started.get(request)?.at;
