@@ -33,6 +33,9 @@ export const STATUS_OF_KIND: Record<ErrorKind, number> = {
   unavailable: 503,
 };
 
+/** The status of a request whose client left before it was answered (nginx's 499): no one reads it. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 export class AppError extends Error {
   constructor(
     readonly kind: ErrorKind,

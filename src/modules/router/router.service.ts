@@ -14,7 +14,7 @@ import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../platform/context';
 import type { RowOutcome } from '../../platform/db';
 import { DRAIN_DEADLINE_MS } from '../../platform/context';
-import { AppError, STATUS_OF_KIND } from '../../platform/errors';
+import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Ticket, createAdmission } from './router.admission';
@@ -116,7 +116,6 @@ export interface RequestKind {
 const CHAT: RequestKind = { validate: validateChatBody, estimate: estimateCost };
 const EMBEDDINGS: RequestKind = { validate: validateEmbeddingsBody, estimate: estimateEmbeddingCost };
 
-const CLIENT_CLOSED = 499;
 const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, counted: false };
 
 export function validateChatBody(body: unknown): asserts body is Record<string, unknown> {
@@ -235,7 +234,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       return await failover(a, attempt);
     } catch (err) {
       const aborted = a.req.signal?.aborted === true;
-      const status = aborted ? CLIENT_CLOSED : statusOf(err);
+      const status = aborted ? CLIENT_CLOSED_REQUEST : statusOf(err);
       // The failure is what the caller hears, whatever became of its (costless) usage row.
       await commit(a, { model: a.plan.candidates[0]!.slug, backend: null, counts: NOTHING_USED, costMicros: 0n, status, streamed, aborted }).catch(() => {});
       throw err;
@@ -359,7 +358,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
         lease.release();
         const counts = await meter.counts(outcome);
         const cost = meter.billable(outcome) ? costOf(candidate.price, counts.prompt, counts.completion) : 0n;
-        const status = outcome === 'done' ? 200 : outcome === 'client' ? CLIENT_CLOSED : 502;
+        const status = outcome === 'done' ? 200 : outcome === 'client' ? CLIENT_CLOSED_REQUEST : 502;
         await commit(a, { model: candidate.slug, backend: lease.backend.url, counts, costMicros: cost, status, streamed: true, aborted: outcome !== 'done' });
         return { counts, cost };
       })());

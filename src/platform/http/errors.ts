@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia';
 import { sqlState } from '../db/sql-state';
 import { isDatabaseUnreachable } from '../db/unreachable';
-import { AppError, STATUS_OF_KIND } from '../errors';
+import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../errors';
 import { checkDeclaredLength, withBodyLimit } from './body-limit';
 import type { Logger } from '../logger';
 import { carryRequestLog } from './request-log';
@@ -81,9 +81,6 @@ function validationMessage(error: unknown): string {
  * limit (maxRequestBodySize in cli/serve.ts) is only a backstop: it answers a bare 413.
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
-
-/** The status of a request whose client left before it was answered (nginx's 499). */
-const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * Called for a body that is not well-formed JSON, with the matched route template, before the
