@@ -11,11 +11,6 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
     .onTransform(({ set }) => {
       set.headers['x-cost'] = '0.000000';
     })
-    // An answer carries its own X-Cost. Left on the context as well, the default would make Elysia
-    // copy every answer into a new Response to merge it in, the body through a stream.
-    .mapResponse(({ response, set }) => {
-      if (response instanceof Response && response.headers.has('x-cost')) delete set.headers['x-cost'];
-    })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
       auth: ['key'],
       detail: { summary: 'Models and routes this gateway serves (OpenAI list shape)', tags: ['gateway'] },
