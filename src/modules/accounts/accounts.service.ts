@@ -154,7 +154,7 @@ export function createAccountsService(ctx: AppContext) {
     limits.login.refund(pairKey);
     limits.loginAddress.refund(addressKey);
     if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
-    if (needsRehash(user.passwordHash)) {
+    if (await needsRehash(user.passwordHash)) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
     }
     if (!user.totpSecret) return signedIn(user, meta);

@@ -45,10 +45,10 @@ describe('passwords', () => {
   });
 
   test('needsRehash for weaker parameters or another algorithm; verify never throws', async () => {
-    expect(needsRehash(await hashPassword('x'))).toBe(false);
-    expect(needsRehash(await hash('x', { algorithm: Algorithm.Argon2id, memoryCost: 4096, timeCost: 3, parallelism: 1 }))).toBe(true);
-    expect(needsRehash(await hash('x', { algorithm: Algorithm.Argon2i, memoryCost: 19_456, timeCost: 2, parallelism: 1 }))).toBe(true);
-    expect(needsRehash('not a hash')).toBe(true);
+    expect(await needsRehash(await hashPassword('x'))).toBe(false);
+    expect(await needsRehash(await hash('x', { algorithm: Algorithm.Argon2id, memoryCost: 4096, timeCost: 3, parallelism: 1 }))).toBe(true);
+    expect(await needsRehash(await hash('x', { algorithm: Algorithm.Argon2i, memoryCost: 19_456, timeCost: 2, parallelism: 1 }))).toBe(true);
+    expect(await needsRehash('not a hash')).toBe(true);
     expect(await verifyPassword('not a hash', 'x')).toBe(false);
   });
 
