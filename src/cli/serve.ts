@@ -36,7 +36,13 @@ export async function serveCommand(argv: string[]) {
     (names) => ({ names }),
     (err: unknown) => ({ err }),
   );
-  const { buildApp } = await import('../app');
+  const [{ buildApp }, { loadPasswordHashing }] = await Promise.all([import('../app'), import('../modules/accounts')]);
+  // The password hasher's native addon (3 ms to load) loads while the migration check waits for
+  // PostgreSQL; a hasher that cannot load fails the start below, not every login later.
+  const hashing = new Promise((resolve) => setTimeout(resolve, 0)).then(loadPasswordHashing).then(
+    () => null,
+    (err: Error) => err,
+  );
   const migration = await migrated;
   if ('err' in migration) {
     await ctx.shutdown();
@@ -50,6 +56,11 @@ export async function serveCommand(argv: string[]) {
   if (joining) ctx.replicas = joining.membership;
   const { app, services } = await buildApp(ctx);
   await joining?.joined;
+  const hasherFailure = await hashing;
+  if (hasherFailure) {
+    await ctx.shutdown();
+    throw new FatalError(hasherFailure.message, 2);
+  }
   try {
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
     app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120 });

@@ -70,6 +70,18 @@ describe('DATA_DIR and the key file', () => {
     }
   });
 
+  test('a TMPDIR the password hasher cannot run from: one line naming TMPDIR, exit 2, before it listens', async () => {
+    const db = await createTestDatabase('postgres');
+    try {
+      const missing = join(root, 'no-such-tmp');
+      const r = await run(['serve'], { DATA_DIR: mkdtempSync(join(root, 'data-')), DATABASE_URL: db.url!, TMPDIR: missing, LOG_LEVEL: 'info' });
+      expect(r.stdout).not.toContain('listening');
+      expectOneLineRefusal(r, 'password hasher', `TMPDIR (${missing})`, 'cannot open shared object file');
+    } finally {
+      await db.drop();
+    }
+  });
+
   test('an empty secret_key file is refused (one line, exit 2), not used as an empty HMAC key', async () => {
     const dataDir = mkdtempSync(join(root, 'data-'));
     writeFileSync(join(dataDir, 'secret_key'), '\n');

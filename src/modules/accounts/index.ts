@@ -1,4 +1,5 @@
 export { createAccountsService, type AccountsService, type UserView } from './accounts.service';
+export { loadPasswordHashing } from './accounts.passwords';
 /** Named rate limiters for other modules: `namedLimiter(ctx, 'download').enforce(key)`. */
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';

@@ -40,10 +40,12 @@ export const requestLogPlugin = (log: Logger) =>
     // Returns nothing, so later hooks still run.
     .mapResponse({ as: 'global' }, ({ response, set }) => {
       if (!(response instanceof Response)) return;
-      for (const [name, value] of Object.entries(set.headers)) {
+      const headers = set.headers;
+      for (const name in headers) {
+        const value = headers[name];
         if (name === 'set-cookie' || typeof value !== 'string') continue;
         if (!response.headers.has(name)) response.headers.set(name, value);
-        delete set.headers[name];
+        delete headers[name];
       }
     })
     .onAfterResponse({ as: 'global' }, (ctx) => {
