@@ -41,7 +41,7 @@ export async function serveCommand(argv: string[]) {
   // PostgreSQL; a hasher that cannot load fails the start below, not every login later.
   const hashing = new Promise((resolve) => setTimeout(resolve, 0)).then(loadPasswordHashing).then(
     () => null,
-    (err: Error) => err,
+    (err: unknown) => err,
   );
   const migration = await migrated;
   if ('err' in migration) {
@@ -59,7 +59,7 @@ export async function serveCommand(argv: string[]) {
   const hasherFailure = await hashing;
   if (hasherFailure) {
     await ctx.shutdown();
-    throw new FatalError(hasherFailure.message, 2);
+    throw hasherFailure;
   }
   try {
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.

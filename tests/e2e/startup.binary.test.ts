@@ -77,6 +77,9 @@ describe('DATA_DIR and the key file', () => {
       const r = await run(['serve'], { DATA_DIR: mkdtempSync(join(root, 'data-')), DATABASE_URL: db.url!, TMPDIR: missing, LOG_LEVEL: 'info' });
       expect(r.stdout).not.toContain('listening');
       expectOneLineRefusal(r, 'password hasher', `TMPDIR (${missing})`, 'cannot open shared object file');
+      // A command that hashes a password stops the same way.
+      const create = await run(['users', 'create', '--email', 'a@example.com', '--password', 'correct horse battery'], { DATA_DIR: mkdtempSync(join(root, 'data-')), DATABASE_URL: db.url!, TMPDIR: missing });
+      expectOneLineRefusal(create, 'password hasher', 'TMPDIR');
     } finally {
       await db.drop();
     }

@@ -13,6 +13,7 @@
 import { availableParallelism, tmpdir } from 'node:os';
 import type { Algorithm } from '@node-rs/argon2';
 import pLimit from 'p-limit';
+import { FatalError } from '../../platform/errors';
 
 /** The addon's Algorithm.Argon2id: a const enum, whose value a type import lets the compiler check. */
 const ARGON2ID: Algorithm.Argon2id = 2;
@@ -26,7 +27,7 @@ let addon: Promise<Argon2> | null = null;
 /**
  * The addon, loaded once. A compiled binary unpacks it into the temporary directory and runs it
  * from there: a TMPDIR that is missing, read-only or mounted noexec gets a message an operator
- * can act on (and the next call tries again).
+ * can act on, which stops a command with exit 2 (and the next call tries again).
  */
 function argon2(): Promise<Argon2> {
   addon ??= import('@node-rs/argon2').catch((err: Error) => {
@@ -36,7 +37,7 @@ function argon2(): Promise<Argon2> {
     const messages: string[] = [];
     for (let e: unknown = err; e instanceof Error && messages.length < 10; e = e.cause) messages.push(e.message);
     const reason = /cannot open shared object file[^:]*|failed to map segment[^:]*|operation not permitted|permission denied/i.exec(messages.join('\n'))?.[0];
-    throw new Error(`cannot load the password hasher: argon2's native addon runs from TMPDIR (${tmpdir()}), which must exist, be writable and allow executing files${reason ? ` (${reason})` : ''}`);
+    throw new FatalError(`cannot load the password hasher: argon2's native addon runs from TMPDIR (${tmpdir()}), which must exist, be writable and allow executing files${reason ? ` (${reason})` : ''}`, 2);
   });
   return addon;
 }
