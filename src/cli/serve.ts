@@ -63,10 +63,13 @@ export async function serveCommand(argv: string[]) {
   }
   try {
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
-    app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120 });
+    // reusePort off (Elysia turns it on): with it a second `cpd serve` on the same port, another
+    // site's unit given the same PORT by mistake, started too and the kernel split the connections
+    // between the two sites, their databases and currencies. Now the second one refuses to start.
+    app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120, reusePort: false });
   } catch (err) {
     await ctx.shutdown();
-    throw new FatalError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+    throw new FatalError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 2);
   }
   const server = app.server!;
   // Engines start in the background (bundle download, FFI check); buildApp registered their stop.

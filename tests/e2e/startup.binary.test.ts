@@ -85,6 +85,21 @@ describe('DATA_DIR and the key file', () => {
     }
   });
 
+  test('a second server on a port already served (another site given the same PORT): one line, exit 2; the first keeps all the traffic', async () => {
+    const [intl, cn] = [await createTestDatabase('postgres'), await createTestDatabase('postgres')];
+    const first = await startBinary({ env: { DATABASE_URL: intl.url!, DATA_DIR: mkdtempSync(join(root, 'data-')) } });
+    try {
+      const port = new URL(first.url).port;
+      const r = await run(['serve'], { SITE: 'cn', PORT: port, DATABASE_URL: cn.url!, DATA_DIR: mkdtempSync(join(root, 'data-')), LOG_LEVEL: 'warn' });
+      expectOneLineRefusal(r, `cannot listen on 127.0.0.1:${port}`);
+      const sites = await Promise.all(Array.from({ length: 8 }, async () => (await (await fetch(`${first.url}/api/site`)).json()).site));
+      expect(new Set(sites)).toEqual(new Set(['intl']));
+    } finally {
+      expect(await first.stop()).toBe(0);
+      await Promise.all([intl.drop(), cn.drop()]);
+    }
+  }, 90_000);
+
   test('an empty secret_key file is refused (one line, exit 2), not used as an empty HMAC key', async () => {
     const dataDir = mkdtempSync(join(root, 'data-'));
     writeFileSync(join(dataDir, 'secret_key'), '\n');
