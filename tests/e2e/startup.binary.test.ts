@@ -92,7 +92,7 @@ describe('DATA_DIR and the key file', () => {
       const port = new URL(first.url).port;
       const r = await run(['serve'], { SITE: 'cn', PORT: port, DATABASE_URL: cn.url!, DATA_DIR: mkdtempSync(join(root, 'data-')), LOG_LEVEL: 'warn' });
       expectOneLineRefusal(r, `cannot listen on 127.0.0.1:${port}`);
-      const sites = await Promise.all(Array.from({ length: 8 }, async () => (await (await fetch(`${first.url}/api/site`)).json()).site));
+      const sites = await Promise.all(Array.from({ length: 8 }, async () => ((await (await fetch(`${first.url}/api/site`)).json()) as { site: string }).site));
       expect(new Set(sites)).toEqual(new Set(['intl']));
     } finally {
       expect(await first.stop()).toBe(0);
