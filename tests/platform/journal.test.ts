@@ -68,7 +68,7 @@ function journalIn(dir: string, opts: { ship?: (row: Row, write: () => Promise<R
     dir,
     name: 'rows',
     log,
-    encode: (r) => r,
+    encode: (r) => JSON.stringify(r),
     decode: (v) => v as Row,
     ship: (r) => (opts.ship ? opts.ship(r, () => writer.add(r)) : writer.add(r)),
     maxFileAgeMs: 20,

@@ -64,9 +64,6 @@ const JOURNAL_BACKLOG = 10_000;
 /** How long a journaled row waits for others before its batch is written (bench/gateway.ts, cpd-journal). */
 const JOURNAL_LINGER_MS = 5;
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
-
 /** Adds the rows inserted now (the `inserted` CTE) into a rollup table, in key order. */
 function upsertRollup(table: string, bucket: 'hour' | 'day'): string {
   const add = (c: string) => `${c} = ${table}.${c} + excluded.${c}`;
@@ -81,27 +78,44 @@ function upsertRollup(table: string, bucket: 'hour' | 'day'): string {
 }
 
 /** A row as the insert statement's JSON reads it (and as a set-aside row keeps it). */
-const jsonOf = (r: UsageRecord) => ({
-  id: r.id,
-  created_at: r.createdAt.toISOString(),
-  hour: new Date(Math.floor(r.createdAt.getTime() / HOUR_MS) * HOUR_MS).toISOString(),
-  day: new Date(Math.floor(r.createdAt.getTime() / DAY_MS) * DAY_MS).toISOString(),
-  user_id: r.userId,
-  key_id: r.keyId,
-  entrypoint: r.entrypoint,
-  model: r.model,
-  backend: r.backend,
-  prompt_tokens: r.promptTokens,
-  completion_tokens: r.completionTokens,
-  cost_micros: String(r.costMicros),
-  cost_usd_micros: String(r.costUsdMicros),
-  tokens_counted: r.tokensCounted,
-  latency_ms: r.latencyMs,
-  status: r.status,
-  streamed: r.streamed,
-  aborted: r.aborted,
-  request_id: r.requestId,
-});
+const jsonOf = (r: UsageRecord) => {
+  const createdAt = r.createdAt.toISOString(); // always UTC, "2026-11-27T04:05:06.789Z"
+  return {
+    id: r.id,
+    created_at: createdAt,
+    hour: `${createdAt.slice(0, 13)}:00:00.000Z`,
+    day: `${createdAt.slice(0, 10)}T00:00:00.000Z`,
+    user_id: r.userId,
+    key_id: r.keyId,
+    entrypoint: r.entrypoint,
+    model: r.model,
+    backend: r.backend,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    cost_micros: String(r.costMicros),
+    cost_usd_micros: String(r.costUsdMicros),
+    tokens_counted: r.tokensCounted,
+    latency_ms: r.latencyMs,
+    status: r.status,
+    streamed: r.streamed,
+    aborted: r.aborted,
+    request_id: r.requestId,
+  };
+};
+
+/**
+ * Each row's JSON text, made once: a journaled row's line and its part of the insert's batch
+ * parameter are the same text (it was made twice, each time with its dates formatted).
+ */
+const jsonTexts = new WeakMap<UsageRecord, string>();
+function jsonTextOf(r: UsageRecord): string {
+  let text = jsonTexts.get(r);
+  if (text === undefined) {
+    text = JSON.stringify(jsonOf(r));
+    jsonTexts.set(r, text);
+  }
+  return text;
+}
 
 /** The row back from its JSON (as the journal keeps it). */
 const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
@@ -187,7 +201,7 @@ export function createUsageWriter(
       // by every writer, so concurrent batches and grant requests cannot deadlock.
       const steps: Array<Promise<unknown>> = [];
       if (!opts.synchronousCommit) steps.push(database.prepared('set local synchronous_commit = off', [], tx));
-      steps.push(database.prepared(INSERT_SQL, [JSON.stringify(batch.map(jsonOf)), currency], tx));
+      steps.push(database.prepared(INSERT_SQL, [`[${batch.map(jsonTextOf).join(',')}]`, currency], tx));
       const debited = billing.debitUsageBatch(tx, debits, holder);
       const keyGrants = keySpend.consume(tx, batch);
       await Promise.all([...steps, debited, keyGrants]);
@@ -201,7 +215,7 @@ export function createUsageWriter(
   async function setAside(r: UsageRecord, reason: string): Promise<void> {
     await database.query(
       sql`insert into router_usage_set_aside (id, created_at, user_id, row, reason)
-          values (${r.id}, ${r.createdAt.toISOString()}::timestamptz, ${r.userId}, ${JSON.stringify(jsonOf(r))}::jsonb, ${reason})
+          values (${r.id}, ${r.createdAt.toISOString()}::timestamptz, ${r.userId}, ${jsonTextOf(r)}::jsonb, ${reason})
           on conflict (id) do nothing`,
     );
   }
@@ -218,7 +232,7 @@ export function createUsageWriter(
     lingerMs: opts.journalDir ? JOURNAL_LINGER_MS : 0,
   });
   const journal = opts.journalDir
-    ? openJournal<UsageRecord>({ dir: opts.journalDir, name: 'usage', log: ctx.log, encode: jsonOf, decode: (j) => recordOf(j as ReturnType<typeof jsonOf>), ship: (r) => writer.add(r) })
+    ? openJournal<UsageRecord>({ dir: opts.journalDir, name: 'usage', log: ctx.log, encode: jsonTextOf, decode: (j) => recordOf(j as ReturnType<typeof jsonOf>), ship: (r) => writer.add(r) })
     : null;
   return {
     /** Resolves once the row and its debit are committed ('written'), set aside, or given up at shutdown. */

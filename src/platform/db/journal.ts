@@ -31,7 +31,8 @@ export interface JournalOptions<T> {
   /** Which rows these are, for log lines. */
   name: string;
   log: Logger;
-  encode(row: T): unknown;
+  /** The row as JSON text, one line (what `decode` gets back parsed). */
+  encode(row: T): string;
   decode(value: unknown): T;
   /** Writes a row to the database (idempotent): its outcome, as the batch writer's add answers it. */
   ship(row: T): Promise<RowOutcome>;
@@ -232,7 +233,7 @@ export function openJournal<T>(opts: JournalOptions<T>) {
       if (current && (current.rows >= maxRows || stale(current))) seal(current);
       if (!current) current = start();
       const file = current;
-      const line = Buffer.from(`${JSON.stringify(opts.encode(row))}\n`);
+      const line = Buffer.from(`${opts.encode(row)}\n`);
       try {
         const written = writeSync(file.fd, line);
         if (written !== line.length) throw new Error(`short write to the ${opts.name} journal (${written} of ${line.length} bytes; disk full?)`);

@@ -309,13 +309,14 @@ class Pool {
     readonly port: number,
   ) {}
 
-  async acquire(): Promise<Connection> {
+  /** The most recently used idle connection still open, if any. */
+  takeIdle(): Connection | null {
     for (let c = this.idle.pop(); c; c = this.idle.pop()) {
       if (c.closed) continue;
       c.reused = true;
       return c;
     }
-    return this.connect();
+    return null;
   }
 
   async connect(): Promise<Connection> {
@@ -371,7 +372,9 @@ function requestBytes(head: string, init: PostInit): Buffer {
 export async function http1Post(url: string, init: PostInit): Promise<HttpAnswer> {
   const { pool, head } = targetOf(url);
   const request = requestBytes(head, init);
-  const connection = await untilAborted(pool.acquire(), init.signal);
+  init.signal.throwIfAborted();
+  // An idle connection is taken at once; only a new one is raced against the signal.
+  const connection = pool.takeIdle() ?? (await untilAborted(pool.connect(), init.signal));
   try {
     return await connection.send(request, init.signal);
   } catch (err) {
@@ -384,7 +387,6 @@ export async function http1Post(url: string, init: PostInit): Promise<HttpAnswer
 
 /** A connection, unless the signal aborts first (a connect to an unreachable host can take minutes); one that comes late is closed. */
 function untilAborted(connecting: Promise<Connection>, signal: AbortSignal): Promise<Connection> {
-  signal.throwIfAborted();
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       reject(signal.reason);
