@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { isLoopbackUrl, loadConfig } from '../config';
 import { joinMembership } from '../modules/replicas';
 import { ensureWritableDir } from '../platform/context-factory';
+import { listenOptions } from '../platform/http/listen';
 import { FatalError, parseCommand } from './args';
 import { migrateForCommand, openForCommand } from './database';
 
@@ -62,11 +63,7 @@ export async function serveCommand(argv: string[]) {
     throw hasherFailure;
   }
   try {
-    // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
-    // reusePort off (Elysia turns it on): with it a second `cpd serve` on the same port, another
-    // site's unit given the same PORT by mistake, started too and the kernel split the connections
-    // between the two sites, their databases and currencies. Now the second one refuses to start.
-    app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 1024 * 1024 * 1024, idleTimeout: 120, reusePort: false });
+    app.listen(listenOptions(config.host, config.port));
   } catch (err) {
     await ctx.shutdown();
     throw new FatalError(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 2);

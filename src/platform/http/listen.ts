@@ -1,0 +1,21 @@
+/**
+ * How `cpd serve` listens (Bun.serve options through Elysia's listen). Two of Elysia's defaults are
+ * turned off, because each is unsafe for a server on a host of its own:
+ * - `development`: Elysia sets it unless NODE_ENV=production, and Bun's development mode answers an
+ *   error that reaches it with a page of the message, stack and source lines. cpd's error plugin
+ *   answers every error it sees; an error that escaped it must not show the code to a client.
+ * - `reusePort`: with it a second `cpd serve` on the same port (another site's unit given the same
+ *   PORT by mistake) started too, and the kernel split the connections between the two sites, their
+ *   databases and currencies. Now the second one cannot listen and stops.
+ */
+export function listenOptions(hostname: string, port: number) {
+  return {
+    hostname,
+    port,
+    development: false,
+    reusePort: false,
+    // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
+    maxRequestBodySize: 1024 * 1024 * 1024,
+    idleTimeout: 120,
+  };
+}
