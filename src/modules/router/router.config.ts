@@ -11,6 +11,14 @@
  * Whatever the order, the router fails over to the next candidate before the first byte.
  */
 import { ConfigError, parseDuration } from '../../config-parse';
+import { IDLE_TIMEOUT_SECONDS } from '../../platform/http/listen';
+
+/**
+ * The longest ROUTER_REQUEST_TIMEOUT (and its default): the router answers before the HTTP server
+ * closes a connection that has heard nothing for IDLE_TIMEOUT_SECONDS, so a client gets a 503 it
+ * can read, not a connection reset.
+ */
+const MAX_REQUEST_TIMEOUT_MS = (IDLE_TIMEOUT_SECONDS - 5) * 1000;
 
 export const STRATEGIES = ['fallback', 'cheapest', 'least-loaded'] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -26,6 +34,8 @@ export interface RouterSettings {
   probeIntervalMs: number;
   connectTimeoutMs: number;
   firstByteTimeoutMs: number;
+  /** How long a request may wait for its first byte in all, admission and every failover included. */
+  requestTimeoutMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
   /** How long a request at the edge of its user's balance waits for that user's in-flight requests to settle. */
@@ -57,11 +67,15 @@ export function routerSettings(get: (name: string) => string | undefined, rawRou
   const routes = parseRoutes(rawRoutes);
   for (const name of routes.keys())
     if (modelBackends[name]) throw new ConfigError('ROUTES', `route "${name}" has the name of a model in MODEL_BACKENDS`);
+  const requestTimeoutMs = env('ROUTER_REQUEST_TIMEOUT', `${MAX_REQUEST_TIMEOUT_MS / 1000}s`);
+  if (requestTimeoutMs > MAX_REQUEST_TIMEOUT_MS)
+    throw new ConfigError('ROUTER_REQUEST_TIMEOUT', `at most ${MAX_REQUEST_TIMEOUT_MS / 1000}s: the server closes a connection that has heard nothing for ${IDLE_TIMEOUT_SECONDS}s`);
   return {
     routes,
     probeIntervalMs: env('ROUTER_PROBE_INTERVAL', '10s'),
     connectTimeoutMs: env('ROUTER_CONNECT_TIMEOUT', '5s'),
     firstByteTimeoutMs: env('ROUTER_FIRST_BYTE_TIMEOUT', '60s'),
+    requestTimeoutMs,
     backoffBaseMs: env('ROUTER_BACKOFF', '1s'),
     backoffMaxMs: env('ROUTER_BACKOFF_MAX', '30s'),
     admissionWaitMs: env('ROUTER_ADMISSION_WAIT', '10s'),

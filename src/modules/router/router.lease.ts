@@ -4,7 +4,7 @@
  * idempotent, so every way a request ends may call it.
  */
 import type { Backend } from './router.backends';
-import { AttemptError, type AttemptControl, attemptController } from './router.upstream';
+import { type AttemptControl, type AttemptDeadline, AttemptError, attemptController } from './router.upstream';
 
 export interface BackendLease {
   backend: Backend;
@@ -16,8 +16,8 @@ export interface BackendLease {
   release(): void;
 }
 
-export function leaseBackend(backend: Backend, signal: AbortSignal | undefined): BackendLease {
-  const control = attemptController(signal);
+export function leaseBackend(backend: Backend, signal: AbortSignal | undefined, deadline?: AttemptDeadline): BackendLease {
+  const control = attemptController(signal, deadline);
   backend.inflight++;
   let released = false;
   return {

@@ -244,9 +244,16 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   async function failover<T>(a: Admitted, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     let last: AttemptError | null = null;
     let answered = false;
-    for (const candidate of a.plan.candidates) {
+    // Admission's wait and every attempt together end here: an answer (or this 503) must come before
+    // the server closes a connection that has heard nothing (router.config.ts).
+    const deadline = { at: a.started + settings.requestTimeoutMs, why: `ROUTER_REQUEST_TIMEOUT (${settings.requestTimeoutMs / 1000}s) ran out` };
+    attempts: for (const candidate of a.plan.candidates) {
       for (const backend of backends.candidates(candidate.slug)) {
-        const lease = leaseBackend(backend, a.req.signal);
+        if (performance.now() >= deadline.at) {
+          last = new AttemptError('deadline', `no answer before ${deadline.why}`);
+          break attempts;
+        }
+        const lease = leaseBackend(backend, a.req.signal, deadline);
         try {
           const result = await attempt(backend, candidate.slug, lease.control);
           backends.markOk(backend);
@@ -256,8 +263,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
           const e = err instanceof AttemptError ? err : new AttemptError('upstream', String(err));
           if (e.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
           if (e.reason === 'invalid') throw new AppError('invalid', `upstream refused the request: ${e.message}`);
-          backends.markFailed(backend, e.message);
           last = e;
+          if (e.reason === 'deadline') break attempts; // the backend was cut short, not found failing
+          backends.markFailed(backend, e.message);
           answered ||= e.reason === 'upstream';
         }
       }

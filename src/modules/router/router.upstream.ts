@@ -12,8 +12,11 @@ import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../pl
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
   constructor(
-    /** 'connect': no answer; 'upstream': an answer that is an error or garbage; 'invalid': the request itself is refused. */
-    readonly reason: 'connect' | 'upstream' | 'invalid' | 'aborted',
+    /**
+     * 'connect': no answer; 'upstream': an answer that is an error or garbage; 'invalid': the request
+     * itself is refused; 'deadline': the request's own time ran out (not the backend's fault).
+     */
+    readonly reason: 'connect' | 'upstream' | 'invalid' | 'aborted' | 'deadline',
     message: string,
   ) {
     super(message);
@@ -43,8 +46,17 @@ export function rawJsonOf(chunk: Chunk): string | undefined {
   return rawText.get(chunk);
 }
 
-/** A combined signal: the caller's (client disconnect) plus our own abort and timer. */
-export function attemptController(outer: AbortSignal | undefined) {
+/** The request's whole wait for its first byte ends at `at` (performance.now() time); `why` says which setting. */
+export interface AttemptDeadline {
+  at: number;
+  why: string;
+}
+
+/**
+ * A combined signal: the caller's (client disconnect) plus our own abort and timer. Each timer is
+ * cut short by the request's deadline, if it comes first.
+ */
+export function attemptController(outer: AbortSignal | undefined, deadline?: AttemptDeadline) {
   const ac = new AbortController();
   let timer: Timer | undefined;
   const onOuter = () => ac.abort(new AttemptError('aborted', 'client went away'));
@@ -54,7 +66,9 @@ export function attemptController(outer: AbortSignal | undefined) {
     signal: ac.signal,
     arm(ms: number, what: string) {
       clearTimeout(timer);
-      timer = setTimeout(() => ac.abort(new AttemptError('connect', `${what} timed out after ${ms} ms`)), ms);
+      const left = deadline ? deadline.at - performance.now() : ms;
+      const failure = left < ms ? new AttemptError('deadline', `no answer before ${deadline!.why}`) : new AttemptError('connect', `${what} timed out after ${ms} ms`);
+      timer = setTimeout(() => ac.abort(failure), Math.max(0, Math.min(ms, left)));
     },
     disarm() {
       clearTimeout(timer);

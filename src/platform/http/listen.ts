@@ -8,6 +8,13 @@
  *   PORT by mistake) started too, and the kernel split the connections between the two sites, their
  *   databases and currencies. Now the second one cannot listen and stops.
  */
+/**
+ * Seconds a connection may stay silent before Bun closes it: between keep-alive requests, and also
+ * while a request waits for its answer with nothing sent yet (the router gives up before that,
+ * ROUTER_REQUEST_TIMEOUT).
+ */
+export const IDLE_TIMEOUT_SECONDS = 120;
+
 export function listenOptions(hostname: string, port: number) {
   return {
     hostname,
@@ -16,6 +23,6 @@ export function listenOptions(hostname: string, port: number) {
     reusePort: false,
     // The API's limits (a JSON 413, chunked bodies included) are the error plugin's; Bun's is a backstop.
     maxRequestBodySize: 1024 * 1024 * 1024,
-    idleTimeout: 120,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
   };
 }

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { buildApp } from '../../../src/app';
 import { ConfigError } from '../../../src/config';
-import { parseRoutes } from '../../../src/modules/router/router.config';
+import { parseRoutes, routerSettings } from '../../../src/modules/router/router.config';
 import { createTestContext } from '../../support/app';
 import { createTestDatabase } from '../../support/db';
 import { startFakeUpstream } from '../../support/fake-upstream';
@@ -71,6 +71,42 @@ describe('backends', () => {
       expect(await call(other.client)).toBe(200);
     } finally {
       await h.close();
+    }
+  });
+});
+
+describe('ROUTER_REQUEST_TIMEOUT', () => {
+  test('defaults to 115s, under the server\'s 120 s idle timeout, and cannot exceed it', () => {
+    expect(routerSettings(() => undefined, null, {}).requestTimeoutMs).toBe(115_000);
+    expect(routerSettings((n) => (n === 'ROUTER_REQUEST_TIMEOUT' ? '30s' : undefined), null, {}).requestTimeoutMs).toBe(30_000);
+    expect(() => routerSettings((n) => (n === 'ROUTER_REQUEST_TIMEOUT' ? '116s' : undefined), null, {})).toThrow(/ROUTER_REQUEST_TIMEOUT.*at most 115s/);
+  });
+
+  test('failover stops when the request\'s time runs out: a 503 naming it, the backend cut short not marked down, the next one never asked', async () => {
+    // Each backend would answer after 5 s; one attempt may wait 1 s, the whole request 1.5 s.
+    const slow = () => startFakeUpstream({ models: ['m1'], behaviour: { firstByteDelayMs: 5_000 } });
+    const [a, b, c] = [await slow(), await slow(), await slow()];
+    const h = await startHarness({
+      upstream: a,
+      backends: `m1=${a.url},m1=${b.url},m1=${c.url}`,
+      env: { ROUTER_FIRST_BYTE_TIMEOUT: '1s', ROUTER_REQUEST_TIMEOUT: '1500ms', ROUTER_PROBE_INTERVAL: '1h' },
+    });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.01 }]);
+      const u = await fundedUser(h, 1_000_000n);
+      const err = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+      expect(err.status).toBe(503);
+      expect(err.message).toContain('ROUTER_REQUEST_TIMEOUT (1.5s) ran out');
+      const asked = [a, b, c].map((u) => u.stats.completions);
+      expect(asked.sort()).toEqual([0, 1, 1]); // two attempts; the third backend never asked
+      const health = h.t.services.router.listBackends();
+      expect(health.filter((x) => !x.healthy)).toHaveLength(1); // the one that used its whole second
+      expect(health.find((x) => !x.healthy)!.last_error).toContain('timed out after 1000 ms');
+      await h.t.services.router.flushUsage();
+      expect(await u.balance()).toBe(1_000_000n); // nothing billed
+    } finally {
+      await h.close();
+      await Promise.all([a.close(), b.close(), c.close()]);
     }
   });
 });
