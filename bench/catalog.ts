@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { listenOptions } from '../src/platform/http/listen';
 import { postgresCpuMs } from './support/postgres-cpu';
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
@@ -59,8 +60,10 @@ const { publishArtifact } = await import('../src/modules/registry');
 
 const t = await createTestApp('postgres', { RATE_LIMITS: 'download=1000000000/1s', LOG_LEVEL: 'warn' });
 const dir = mkdtempSync(join(tmpdir(), 'cpd-bench-catalog-'));
-const bare = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello') });
-const server = t.app.listen({ hostname: '127.0.0.1', port: 0 });
+// Both as a production server listens: Bun's development mode (its default, and Elysia's, unless
+// NODE_ENV=production) costs about 1 µs per request; `cpd serve` turns it off (platform/http/listen.ts).
+const bare = Bun.serve({ hostname: '127.0.0.1', port: 0, development: false, fetch: () => new Response('hello') });
+const server = t.app.listen(listenOptions('127.0.0.1', 0));
 try {
   const file = join(dir, 'model.gguf');
   writeFileSync(file, 'weights');

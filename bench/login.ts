@@ -10,6 +10,7 @@
  */
 import { hash, verify } from '@node-rs/argon2';
 import { ARGON2_OPTIONS } from '../src/modules/accounts/accounts.passwords';
+import { listenOptions } from '../src/platform/http/listen';
 import { createTestApp } from '../tests/support/app';
 
 const RUNS = Number(process.env.RUNS ?? 20);
@@ -56,7 +57,7 @@ function lagMonitor() {
 }
 
 const t = await createTestApp('postgres', { RATE_LIMITS: 'login=1000000/1s', LOG_LEVEL: 'warn' });
-const server = t.app.listen({ hostname: '127.0.0.1', port: 0 });
+const server = t.app.listen(listenOptions('127.0.0.1', 0)); // as `cpd serve` listens
 const base = `http://127.0.0.1:${server.server!.port}`;
 try {
   const user = await t.services.accounts.createUser({ email: 'bench@example.com', password: PASSWORD });

@@ -58,7 +58,7 @@ const measure = async (cmd: string[], env: Record<string, string>, runs: number)
 
 async function buildHello(): Promise<string> {
   const source = join(work, 'hello.ts');
-  writeFileSync(source, "Bun.serve({ hostname: '127.0.0.1', port: Number(process.env.PORT), fetch: () => Response.json({ status: 'ok' }) });\n");
+  writeFileSync(source, "Bun.serve({ hostname: '127.0.0.1', port: Number(process.env.PORT), development: false, fetch: () => Response.json({ status: 'ok' }) });\n");
   const out = join(work, 'hello');
   const build = Bun.spawnSync([process.execPath, 'build', source, '--compile', '--bytecode', '--format=esm', '--minify', '--outfile', out]);
   if (build.exitCode !== 0) throw new Error(`hello-world build failed: ${build.stderr}`);

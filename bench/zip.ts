@@ -10,6 +10,7 @@
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { listenOptions } from '../src/platform/http/listen';
 
 const SIZE_GIB = Number(process.env.SIZE_GIB ?? 3);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -43,7 +44,7 @@ const { createFsStore } = await import('../src/platform/storage');
 const dir = mkdtempSync(join(tmpdir(), 'cpd-bench-zip-'));
 const t = await createTestApp('postgres', { LOG_LEVEL: 'warn', RATE_LIMITS: 'download=1000/1s' });
 let bare: ReturnType<typeof Bun.serve> | null = null;
-const server = t.app.listen({ hostname: '127.0.0.1', port: 0 });
+const server = t.app.listen(listenOptions('127.0.0.1', 0)); // as `cpd serve` listens
 try {
   const bundle = join(dir, 'bundle');
   const weight = join(bundle, 'weight.bin');
@@ -62,7 +63,7 @@ try {
 
   const artifact = await t.services.registry.resolveArtifact('big', 'int4', 'v1.0');
   const objectPath = (t.services.store as ReturnType<typeof createFsStore>).pathOf(artifact.files.find((f) => f.path === 'weight.bin')!.objectKey);
-  bare = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response(Bun.file(objectPath)) });
+  bare = Bun.serve({ hostname: '127.0.0.1', port: 0, development: false, fetch: () => new Response(Bun.file(objectPath)) });
   const user = await makeUser(t);
   const { key } = await makeApiKey(t, user.id);
   const zipUrl = `http://127.0.0.1:${server.server!.port}/api/models/big/download?quant=int4&sdk=v1.0`;

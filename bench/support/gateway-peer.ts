@@ -23,6 +23,8 @@ if (mode === 'upstream') {
     hostname: '127.0.0.1',
     port: 0,
     idleTimeout: 0,
+    // As a production server (and `cpd serve`) runs: Bun's development mode costs ~1 µs per request.
+    development: false,
     async fetch(req) {
       const url = new URL(req.url);
       const res = await fetch(`${target}${url.pathname.replace(/^\/v1/, '')}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: req.body, signal: req.signal });
