@@ -78,7 +78,7 @@ function validationMessage(error: unknown): string {
  * Largest request body the API accepts (routes with their own, smaller limit check it too).
  * Answered here with our JSON 413: a declared Content-Length before anything is read, a chunked
  * body as soon as it passes the limit while being read (platform/http/body-limit.ts). Bun's own
- * limit (maxRequestBodySize in cli/serve.ts) is only a backstop: it answers a bare 413.
+ * limit (maxRequestBodySize in platform/http/listen.ts) is only a backstop: it answers a bare 413.
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
