@@ -27,7 +27,7 @@ import { createRouterMetrics } from './router.metrics';
 import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
 import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
 import { countCompletionTokens, countPromptTokens, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
@@ -250,7 +250,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     attempts: for (const candidate of a.plan.candidates) {
       for (const backend of backends.candidates(candidate.slug)) {
         if (performance.now() >= deadline.at) {
-          last = new AttemptError('deadline', `no answer before ${deadline.why}`);
+          last = deadlineError(deadline);
           break attempts;
         }
         const lease = leaseBackend(backend, a.req.signal, deadline);

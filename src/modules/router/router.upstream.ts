@@ -52,6 +52,9 @@ export interface AttemptDeadline {
   why: string;
 }
 
+/** The failure of an attempt cut short, or never made, because the request's time ran out. */
+export const deadlineError = (deadline: AttemptDeadline) => new AttemptError('deadline', `no answer before ${deadline.why}`);
+
 /**
  * A combined signal: the caller's (client disconnect) plus our own abort and timer. Each timer is
  * cut short by the request's deadline, if it comes first.
@@ -67,7 +70,7 @@ export function attemptController(outer: AbortSignal | undefined, deadline?: Att
     arm(ms: number, what: string) {
       clearTimeout(timer);
       const left = deadline ? deadline.at - performance.now() : ms;
-      const failure = left < ms ? new AttemptError('deadline', `no answer before ${deadline!.why}`) : new AttemptError('connect', `${what} timed out after ${ms} ms`);
+      const failure = deadline && left < ms ? deadlineError(deadline) : new AttemptError('connect', `${what} timed out after ${ms} ms`);
       timer = setTimeout(() => ac.abort(failure), Math.max(0, Math.min(ms, left)));
     },
     disarm() {

@@ -7,6 +7,7 @@ import { sqlState } from '../db/sql-state';
 import { isDatabaseUnreachable } from '../db/unreachable';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../errors';
 import { checkDeclaredLength, withBodyLimit } from './body-limit';
+import { moveContextHeaders } from './context-headers';
 import type { Logger } from '../logger';
 import { carryRequestLog } from './request-log';
 
@@ -118,7 +119,6 @@ export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
           ? jsonError(CLIENT_CLOSED_REQUEST, 'the client closed the request')
           : errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
       set.status = response.status; // read by the access log
-      // Keep headers already set on the context (X-Request-Id).
-      for (const [k, v] of Object.entries(set.headers)) if (!response.headers.has(k) && typeof v === 'string') response.headers.set(k, v);
+      moveContextHeaders(response, set.headers); // X-Request-Id among them
       return response;
     });
