@@ -1,6 +1,7 @@
 /**
  * Helper processes for bench/gateway.ts, each printing its base URL on one stdout line:
- *   bun bench/support/gateway-peer.ts upstream [ms]      the fake OpenAI upstream (streams: 20 chunks 10 ms apart;
+ *   bun bench/support/gateway-peer.ts upstream [ms]      the fake OpenAI upstream (streams: 20 chunks 10 ms apart,
+ *                                                        then the usage chunk, when asked for, and [DONE] at once;
  *                                                        after [ms] to the first byte when the prompt is over 10 KB)
  *   bun bench/support/gateway-peer.ts bare <upstream>    a bare Bun.serve passthrough proxy (the baseline)
  */
@@ -15,7 +16,10 @@ if (mode === 'upstream') {
   const long = (body: Record<string, any>) => JSON.stringify(body.messages ?? []).length > 10_000;
   const up = await startFakeUpstream({
     models: ['bench'],
-    behaviour: (body) => (body.stream ? { content, chunkDelayMs: 10, firstByteDelayMs: long(body) ? prefillMs : 0 } : {}),
+    // The usage chunk (cpd asks for it, the other contenders do not) comes with [DONE], as from a
+    // real server: 10 ms later, it made cpd's streams 10 ms longer than the others' and their last
+    // gap 20 ms.
+    behaviour: (body) => (body.stream ? { content, chunkDelayMs: 10, trailerAtOnce: true, firstByteDelayMs: long(body) ? prefillMs : 0 } : {}),
   });
   console.log(up.url);
 } else if (mode === 'bare') {

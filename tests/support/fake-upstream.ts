@@ -50,6 +50,11 @@ export interface FakeBehaviour {
   firstByteDelayMs: number;
   /** Delay between stream chunks, in ms (default 0). */
   chunkDelayMs: number;
+  /**
+   * The usage-only chunk and [DONE] follow the chunk before them at once, not chunkDelayMs later,
+   * as a real server sends them once generation has ended (default false).
+   */
+  trailerAtOnce: boolean;
   /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
   toolCalls: FakeToolCall[] | null;
   /**
@@ -93,6 +98,7 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   status: null,
   firstByteDelayMs: 0,
   chunkDelayMs: 0,
+  trailerAtOnce: false,
   toolCalls: null,
   hold: null,
   finishReason: null,
@@ -183,7 +189,8 @@ export async function startFakeUpstream(
     signal.addEventListener('abort', abort);
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        if (i > 0 && b.chunkDelayMs > 0) await Bun.sleep(b.chunkDelayMs);
+        const trailer = i >= frames.length || (frames[i]!.choices as unknown[]).length === 0;
+        if (i > 0 && b.chunkDelayMs > 0 && !(b.trailerAtOnce && trailer)) await Bun.sleep(b.chunkDelayMs);
         if (i > 0 && i === b.hold?.afterFrames) await heldUntil(b.hold.until, signal);
         if (finished) return;
         if (i < frames.length) {
