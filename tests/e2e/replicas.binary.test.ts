@@ -143,7 +143,9 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
           .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'long' }], stream: true })
           .withResponse()
           .catch((err) => {
-            // Seen once in CI: a 503 "database unavailable" after about 5 s, right after the cut above; what the replicas logged says why.
+            // Seen in CI: a 503 "database unavailable" after about 5 s, right after the cut above. The replicas' logs
+            // showed CONNECT_TIMEOUT: the test's TCP proxy (then on node:net) had not read a new connection's startup
+            // message. It runs on Bun's own sockets now (tests/support/tcp-proxy.ts); the logs stay here in case.
             console.error(`opening a stream failed: ${err}\n${bed.warnings()}`);
             throw err;
           });

@@ -10,7 +10,7 @@
  *  - loseNextAck(tag): the same for the next CommandComplete whose tag starts with `tag`
  *    ("INSERT" for a statement committed on its own).
  */
-import { createConnection, createServer, type Socket } from 'node:net';
+import type { Socket } from 'bun';
 import { openDatabase } from '../../src/platform/db';
 import { createTestDatabase, type TestDatabase } from './db';
 
@@ -34,59 +34,117 @@ function hasAck(data: Buffer, tag: Buffer): boolean {
   return false;
 }
 
+/** One client connection and its connection to the target, with the bytes each side has yet to be sent. */
+interface Pair {
+  client: Socket<Pair>;
+  upstream: Socket<Pair> | null;
+  toUpstream: Buffer[];
+  toClient: Buffer[];
+  closed: boolean;
+}
+
+/** Writes what `queue` holds as far as the socket takes it now; the rest waits for its drain. */
+function pump(socket: Socket<Pair>, queue: Buffer[]) {
+  while (queue.length) {
+    const chunk = queue[0]!;
+    const written = socket.write(chunk);
+    if (written < chunk.length) {
+      queue[0] = chunk.subarray(Math.max(written, 0));
+      return;
+    }
+    queue.shift();
+  }
+}
+
+/**
+ * On Bun's own sockets: with node:net, a client's first bytes (PostgreSQL's startup message,
+ * written as soon as it connects) were sometimes never read from the accepted socket, and the
+ * client waited for its connect_timeout (seen in CI after a cut: one replica's 503s for 5 s).
+ */
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   let mode: 'up' | 'cut' | 'stall' = 'up';
-  const pairs = new Set<[Socket, Socket]>();
+  const pairs = new Set<Pair>();
   let loseAck: Buffer | null = null;
   let lostAcks = 0;
   let clientChunks = 0;
 
-  function connect([client, upstream]: [Socket, Socket]) {
-    client.pipe(upstream);
-    client.on('data', () => clientChunks++);
-    upstream.on('data', (data: Buffer) => {
-      if (loseAck && hasAck(data, loseAck)) {
-        loseAck = null;
-        lostAcks++;
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      client.write(data);
-    });
-    upstream.resume();
+  function flush(pair: Pair) {
+    if (mode !== 'up' || pair.closed) return;
+    if (pair.upstream) pump(pair.upstream, pair.toUpstream);
+    pump(pair.client, pair.toClient);
+  }
+  /** Both ends closed at once (a reset), what was still to be sent dropped. */
+  function reset(pair: Pair) {
+    if (pair.closed) return;
+    pair.closed = true;
+    pairs.delete(pair);
+    pair.client.terminate();
+    pair.upstream?.terminate();
+  }
+  /** One end closed: the other gets what was still to be sent to it (unless stalled), then an end. */
+  function ended(pair: Pair) {
+    if (pair.closed) return;
+    flush(pair);
+    pair.closed = true;
+    pairs.delete(pair);
+    pair.client.end();
+    pair.upstream?.end();
   }
 
-  const server = createServer((client) => {
-    if (mode === 'cut') return void client.destroy();
-    const upstream = createConnection(targetPort, targetHost);
-    const pair: [Socket, Socket] = [client, upstream];
-    pairs.add(pair);
-    if (mode === 'up') connect(pair);
-    const drop = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
+  const server = Bun.listen<Pair>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(client) {
+        if (mode === 'cut') return void client.terminate();
+        const pair: Pair = { client, upstream: null, toUpstream: [], toClient: [], closed: false };
+        client.data = pair;
+        pairs.add(pair);
+        Bun.connect<Pair>({
+          hostname: targetHost,
+          port: targetPort,
+          data: pair,
+          socket: {
+            open(upstream) {
+              if (pair.closed) return void upstream.terminate();
+              pair.upstream = upstream;
+              flush(pair);
+            },
+            data(_upstream, data) {
+              if (loseAck && hasAck(data, loseAck)) {
+                loseAck = null;
+                lostAcks++;
+                return reset(pair);
+              }
+              pair.toClient.push(Buffer.from(data));
+              flush(pair);
+            },
+            drain: () => flush(pair),
+            close: () => ended(pair),
+            error: () => reset(pair),
+            connectError: () => reset(pair),
+          },
+        }).catch(() => reset(pair));
+      },
+      data(client, data) {
+        clientChunks++;
+        client.data.toUpstream.push(Buffer.from(data));
+        flush(client.data);
+      },
+      drain: (client) => flush(client.data),
+      close: (client) => client.data && ended(client.data),
+      error: (client) => client.data && reset(client.data),
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
 
   return {
-    port,
+    port: server.port,
     cut() {
       mode = 'cut';
-      for (const pair of pairs) for (const s of pair) s.destroy();
-      pairs.clear();
+      for (const pair of [...pairs]) reset(pair);
     },
     stall() {
       mode = 'stall';
-      for (const [a, b] of pairs) {
-        a.unpipe(b).pause();
-        b.removeAllListeners('data').pause();
-      }
     },
     loseNextCommitAck() {
       loseAck = Buffer.from('COMMIT\0');
@@ -101,12 +159,12 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       return clientChunks;
     },
     restore() {
-      if (mode === 'stall') for (const pair of pairs) connect(pair);
       mode = 'up';
+      for (const pair of pairs) flush(pair);
     },
     async close() {
-      for (const pair of pairs) for (const s of pair) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      for (const pair of [...pairs]) reset(pair);
+      server.stop(true);
     },
   };
 }
