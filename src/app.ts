@@ -119,6 +119,7 @@ export async function buildApp(ctx: AppContext) {
       agentsRoutes({
         agents,
         auth: agentAuthPlugin(agentAuth),
+        silenceSeconds: gateway.silenceSeconds,
       }),
     );
 

@@ -1,6 +1,7 @@
 /** Agent API routes; paths as the official `openai` client's `client.beta.agents` calls them. */
 import { Elysia, sse } from 'elysia';
 import { AppError } from '../../platform/errors';
+import { holdOpen } from '../../platform/http/listen';
 import type { agentAuthPlugin } from './agents.auth';
 import {
   AgentCreateBody,
@@ -20,7 +21,8 @@ const notImplemented = () => {
   throw new AppError('not_implemented', 'not implemented');
 };
 
-export const agentsRoutes = (deps: { agents: AgentsService; auth: ReturnType<typeof agentAuthPlugin> }) => {
+/** silenceSeconds: how long a streamed turn may stay silent (a model call that thinks), as a gateway request may. */
+export const agentsRoutes = (deps: { agents: AgentsService; auth: ReturnType<typeof agentAuthPlugin>; silenceSeconds: number }) => {
   const { agents } = deps;
   return (
     new Elysia({ name: 'cpd/agents' })
@@ -92,7 +94,8 @@ export const agentsRoutes = (deps: { agents: AgentsService; auth: ReturnType<typ
       )
       .post(
         '/v1/agents/sessions/:id/events/stream',
-        async function* ({ principal, params, body }) {
+        async function* ({ principal, params, body, server, request }) {
+          holdOpen(server, request, deps.silenceSeconds);
           // Refusals (400/404/409) throw before the first frame, so they are plain JSON errors.
           const frames = await agents.streamEvent(principal, params.id, body);
           for await (const frame of frames) yield sse(frame);

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia';
 import type { authPlugin } from '../../platform/http/auth';
+import { holdOpen } from '../../platform/http/listen';
 import { requestIdOf } from '../../platform/http/request-log';
 import type { GatewayService } from './gateway.service';
 
@@ -8,8 +9,11 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
   new Elysia({ name: 'cpd/gateway' })
     .use(deps.auth)
     // Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps it).
-    .onTransform(({ set }) => {
+    // A completion may take longer than the server's idle timeout to answer, and a stream may pause
+    // between chunks for as long: each gets ROUTER_REQUEST_TIMEOUT and a margin (docs/gateway.md).
+    .onTransform(({ set, server, request }) => {
       set.headers['x-cost'] = '0.000000';
+      holdOpen(server, request, deps.gateway.silenceSeconds);
     })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
       auth: ['key'],

@@ -5,3 +5,4 @@ export type { BackendView } from './router.backends';
 export { rawJsonOf, type Chunk } from './router.upstream';
 export { createUsageLog, type UsageLog } from './router.usage-log';
 export { periodStart, type KeyLimits, type KeyLimitsSource } from './router.key-limits';
+export { requestSilenceSeconds } from './router.config';

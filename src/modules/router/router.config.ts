@@ -11,14 +11,20 @@
  * Whatever the order, the router fails over to the next candidate before the first byte.
  */
 import { ConfigError, parseDuration } from '../../config-parse';
-import { IDLE_TIMEOUT_SECONDS } from '../../platform/http/listen';
+import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from '../../platform/http/listen';
 
 /**
- * The longest ROUTER_REQUEST_TIMEOUT (and its default): the router answers before the HTTP server
- * closes a connection that has heard nothing for IDLE_TIMEOUT_SECONDS, so a client gets a 503 it
- * can read, not a connection reset.
+ * Seconds a gateway request may stay silent past its ROUTER_REQUEST_TIMEOUT: the router answers
+ * (a 503 it can read) before the HTTP server would close the connection with a reset.
  */
-const MAX_REQUEST_TIMEOUT_MS = (IDLE_TIMEOUT_SECONDS - 5) * 1000;
+export const REQUEST_SILENCE_MARGIN_SECONDS = 5;
+/** How long a gateway request may stay silent: its ROUTER_REQUEST_TIMEOUT and the margin (platform/http/listen's holdOpen). */
+export const requestSilenceSeconds = (settings: Pick<RouterSettings, 'requestTimeoutMs'>) =>
+  Math.ceil(settings.requestTimeoutMs / 1000) + REQUEST_SILENCE_MARGIN_SECONDS;
+/** ROUTER_REQUEST_TIMEOUT's default: the server's own idle timeout, less the margin. */
+const DEFAULT_REQUEST_TIMEOUT_MS = (IDLE_TIMEOUT_SECONDS - REQUEST_SILENCE_MARGIN_SECONDS) * 1000;
+/** The longest ROUTER_REQUEST_TIMEOUT: the longest silence Bun allows a request, less the margin. */
+const MAX_REQUEST_TIMEOUT_MS = (MAX_REQUEST_SILENCE_SECONDS - REQUEST_SILENCE_MARGIN_SECONDS) * 1000;
 
 export const STRATEGIES = ['fallback', 'cheapest', 'least-loaded'] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -67,9 +73,12 @@ export function routerSettings(get: (name: string) => string | undefined, rawRou
   const routes = parseRoutes(rawRoutes);
   for (const name of routes.keys())
     if (modelBackends[name]) throw new ConfigError('ROUTES', `route "${name}" has the name of a model in MODEL_BACKENDS`);
-  const requestTimeoutMs = env('ROUTER_REQUEST_TIMEOUT', `${MAX_REQUEST_TIMEOUT_MS / 1000}s`);
+  const requestTimeoutMs = env('ROUTER_REQUEST_TIMEOUT', `${DEFAULT_REQUEST_TIMEOUT_MS / 1000}s`);
   if (requestTimeoutMs > MAX_REQUEST_TIMEOUT_MS)
-    throw new ConfigError('ROUTER_REQUEST_TIMEOUT', `at most ${MAX_REQUEST_TIMEOUT_MS / 1000}s: the server closes a connection that has heard nothing for ${IDLE_TIMEOUT_SECONDS}s`);
+    throw new ConfigError(
+      'ROUTER_REQUEST_TIMEOUT',
+      `at most ${MAX_REQUEST_TIMEOUT_MS / 1000}s: the HTTP server closes a request that has heard nothing for ${MAX_REQUEST_SILENCE_SECONDS}s`,
+    );
   return {
     routes,
     probeIntervalMs: env('ROUTER_PROBE_INTERVAL', '10s'),

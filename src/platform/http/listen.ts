@@ -8,12 +8,30 @@
  *   PORT by mistake) started too, and the kernel split the connections between the two sites, their
  *   databases and currencies. Now the second one cannot listen and stops.
  */
+import type { Server } from 'bun';
+
 /**
  * Seconds a connection may stay silent before Bun closes it: between keep-alive requests, and also
- * while a request waits for its answer with nothing sent yet (the router gives up before that,
- * ROUTER_REQUEST_TIMEOUT).
+ * while a request waits for its answer with nothing sent yet (a gateway request gets its own,
+ * holdOpen).
  */
 export const IDLE_TIMEOUT_SECONDS = 120;
+
+/**
+ * The longest silence Bun allows one request (`server.timeout`): asked for 300 s, it closed the
+ * connection at 256 s.
+ */
+export const MAX_REQUEST_SILENCE_SECONDS = 255;
+
+/**
+ * Lets `request` stay silent for `seconds` (at most MAX_REQUEST_SILENCE_SECONDS) instead of the
+ * server's IDLE_TIMEOUT_SECONDS: while it waits for a slow upstream's answer, or between the chunks
+ * of a stream. Bun counts a request still waiting for its answer as silent, and closes it with a
+ * connection reset.
+ */
+export function holdOpen(server: Pick<Server<unknown>, 'timeout'> | null, request: Request, seconds: number): void {
+  server?.timeout(request, Math.min(seconds, MAX_REQUEST_SILENCE_SECONDS));
+}
 
 export function listenOptions(hostname: string, port: number) {
   return {

@@ -17,11 +17,20 @@ export interface Harness {
 }
 
 export async function startHarness(
-  opts: { kind?: DbKind; env?: Record<string, string>; backends?: string; upstream?: FakeUpstream; clock?: Clock; testDb?: TestDatabase } = {},
+  opts: {
+    kind?: DbKind;
+    env?: Record<string, string>;
+    backends?: string;
+    upstream?: FakeUpstream;
+    clock?: Clock;
+    testDb?: TestDatabase;
+    /** The server's idle timeout in seconds (Bun's default otherwise: 10). */
+    idleTimeout?: number;
+  } = {},
 ): Promise<Harness> {
   const up = opts.upstream ?? (await startFakeUpstream({ models: ['m1'] }));
   const t = await createTestApp(opts.kind ?? 'postgres', { MODEL_BACKENDS: opts.backends ?? `m1=${up.url}`, RATE_LIMITS: 'gateway=100000/1s', ...opts.env }, { clock: opts.clock, testDb: opts.testDb });
-  t.app.listen({ hostname: '127.0.0.1', port: 0 });
+  t.app.listen({ hostname: '127.0.0.1', port: 0, ...(opts.idleTimeout ? { idleTimeout: opts.idleTimeout } : {}) });
   const baseUrl = `http://127.0.0.1:${t.app.server!.port}`;
   return {
     t,

@@ -76,11 +76,43 @@ describe('backends', () => {
 });
 
 describe('ROUTER_REQUEST_TIMEOUT', () => {
-  test('defaults to 115s, under the server\'s 120 s idle timeout, and cannot exceed it', () => {
+  test('defaults to 115s, under the server\'s 120 s idle timeout; at most 250s, under the 255 s Bun allows one request', () => {
+    const timeout = (value: string) => routerSettings((n) => (n === 'ROUTER_REQUEST_TIMEOUT' ? value : undefined), null, {}).requestTimeoutMs;
     expect(routerSettings(() => undefined, null, {}).requestTimeoutMs).toBe(115_000);
-    expect(routerSettings((n) => (n === 'ROUTER_REQUEST_TIMEOUT' ? '30s' : undefined), null, {}).requestTimeoutMs).toBe(30_000);
-    expect(() => routerSettings((n) => (n === 'ROUTER_REQUEST_TIMEOUT' ? '116s' : undefined), null, {})).toThrow(/ROUTER_REQUEST_TIMEOUT.*at most 115s/);
+    expect(timeout('30s')).toBe(30_000);
+    expect(timeout('250s')).toBe(250_000);
+    expect(() => timeout('251s')).toThrow(/ROUTER_REQUEST_TIMEOUT.*at most 250s/);
   });
+
+  test('a completion slower than the server\'s idle timeout is answered, and a stream may pause as long between chunks', async () => {
+    // The server closes a connection silent for 2 s; the upstream takes 3 s to answer, and pauses
+    // 2.5 s between stream chunks. Without the request's own silence, the client got a reset.
+    const up = await startFakeUpstream({
+      models: ['m1'],
+      behaviour: (body) => (body.stream ? { content: 'one two', chunkDelayMs: 2_500, trailerAtOnce: true } : { firstByteDelayMs: 3_000 }),
+    });
+    const h = await startHarness({ upstream: up, idleTimeout: 2, env: { ROUTER_FIRST_BYTE_TIMEOUT: '10s', ROUTER_REQUEST_TIMEOUT: '10s' } });
+    try {
+      await h.t.services.pricing.setModelPrices([{ slug: 'm1', unit: 'per_request', price: 0.01 }]);
+      const u = await fundedUser(h, 1_000_000n);
+      const json = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+      expect(json.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+      const stream = await u.client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
+      let text = '';
+      let cost: number | undefined;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta?.content ?? '';
+        cost ??= (chunk.usage as { cost?: number } | undefined)?.cost;
+      }
+      expect(text).toBe('one two');
+      expect(cost).toBe(0.01);
+      await h.t.services.router.flushUsage();
+      expect(await u.balance()).toBe(1_000_000n - 2n * 10_000n);
+    } finally {
+      await h.close();
+      await up.close();
+    }
+  }, 30_000);
 
   test('failover stops when the request\'s time runs out: a 503 naming it, the backend cut short not marked down, the next one never asked', async () => {
     // Each backend would answer after 5 s; one attempt may wait 1 s, the whole request 1.5 s.
