@@ -5,12 +5,11 @@
  * proxy that cuts the connection or loses the COMMIT's acknowledgement.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { type Database, type DbOrTx, createBatchWriter, isTransient, openDatabase } from '../../src/platform/db';
 import { captureLogger } from '../support/log-sink';
 import { DB_KINDS, type TestDatabase, createTestDatabase } from '../support/db';
-import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
+import { createProxiedTestDatabase, startPostgresProxy, type TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 interface Row {
@@ -176,67 +175,21 @@ describe('pipelined transaction through a TCP proxy (postgres)', () => {
   });
 });
 
-/**
- * A proxy that can hold back the server's answers while still passing on what the client sends,
- * and keeps what the client sent: a client that waits for an answer before sending more (BEGIN,
- * then the statements, then COMMIT) sends nothing further while answers are held.
- */
-async function startAnswerHoldingProxy(targetPort: number, targetHost: string) {
-  let holding = false;
-  let sent = '';
-  const held: Array<() => void> = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = createConnection(targetPort, targetHost);
-    sockets.add(client).add(upstream);
-    client.on('data', (data: Buffer) => {
-      sent += data.toString('latin1');
-      upstream.write(data);
-    });
-    upstream.on('data', (data: Buffer) => {
-      if (holding) held.push(() => client.write(data));
-      else client.write(data);
-    });
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    hold() {
-      holding = true;
-      sent = '';
-    },
-    release() {
-      holding = false;
-      for (const write of held.splice(0)) write();
-    },
-    sent: () => sent,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('pipelined transaction: one round trip (postgres)', () => {
   let t: TestDatabase;
-  let proxy: Awaited<ReturnType<typeof startAnswerHoldingProxy>>;
+  let proxy: TcpProxy;
   let via: Database;
   beforeAll(async () => {
     t = await createTestDatabase('postgres');
     await setUp(t.database);
-    const target = new URL(t.url!);
-    proxy = await startAnswerHoldingProxy(Number(target.port || 5432), target.hostname);
-    target.host = `127.0.0.1:${proxy.port}`;
-    via = await openDatabase({ databaseUrl: target.toString(), maxConnections: 2 });
+    // Answers held back while what the client sends still passes: a client that waits for an
+    // answer before sending more (BEGIN, then the statements, then COMMIT) sends nothing further.
+    const started = await startPostgresProxy(t.url!);
+    proxy = started.proxy;
+    via = await openDatabase({ databaseUrl: started.url, maxConnections: 2 });
   });
   afterAll(async () => {
-    proxy.release();
+    proxy.restore();
     await via.close().catch(() => {});
     await proxy.close();
     await t.drop();
@@ -244,12 +197,12 @@ describe('pipelined transaction: one round trip (postgres)', () => {
 
   test('BEGIN, the statements and COMMIT all reach the server while none of its answers has been read', async () => {
     await writeRows(via, [{ id: 'r-0', n: 0 }]); // the statements are described on the connection
-    proxy.hold();
+    proxy.holdAnswers();
     const writing = writeRows(via, [{ id: 'r-1', n: 1 }]);
-    await waitFor(() => proxy.sent().includes('commit'), 'COMMIT sent with no answer read', { timeoutMs: 3_000 });
-    expect(proxy.sent()).toContain('begin read write');
-    expect(proxy.sent()).toContain('"r-1"');
-    proxy.release();
+    await waitFor(() => proxy.sentWhileHeld().includes('commit'), 'COMMIT sent with no answer read', { timeoutMs: 3_000 });
+    expect(proxy.sentWhileHeld()).toContain('begin read write');
+    expect(proxy.sentWhileHeld()).toContain('"r-1"');
+    proxy.restore();
     expect((await writing).inserted).toBe(1);
     expect(await rowsIn(t.database, 'r-')).toBe(2);
   });

@@ -3,7 +3,9 @@
  * and bring it back without touching the server itself:
  *  - cut():   drops every open connection and refuses new ones (reset at once);
  *  - stall(): keeps connections open but forwards nothing (a hung network: only timeouts help);
- *  - restore(): forwards again (stalled bytes are delivered);
+ *  - holdAnswers(): passes on what clients send, holds back what the server answers, and keeps
+ *    what clients sent from then on (sentWhileHeld());
+ *  - restore(): forwards again (stalled and held bytes are delivered);
  *  - loseNextCommitAck(): the next time the server acknowledges a COMMIT (PostgreSQL's
  *    CommandComplete "COMMIT"), that connection is dropped instead: the transaction is committed
  *    and the client never hears it;
@@ -18,6 +20,9 @@ export interface TcpProxy {
   port: number;
   cut(): void;
   stall(): void;
+  holdAnswers(): void;
+  /** What clients sent since holdAnswers(), as latin1 text. */
+  sentWhileHeld(): string;
   restore(): void;
   loseNextCommitAck(): void;
   loseNextAck(tag: string): void;
@@ -62,16 +67,17 @@ function pump(socket: Socket<Pair>, queue: Buffer[]) {
  * client waited for its connect_timeout (seen in CI after a cut: one replica's 503s for 5 s).
  */
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
-  let mode: 'up' | 'cut' | 'stall' = 'up';
+  let mode: 'up' | 'cut' | 'stall' | 'hold' = 'up';
+  let sentWhileHeld = '';
   const pairs = new Set<Pair>();
   let loseAck: Buffer | null = null;
   let lostAcks = 0;
   let clientChunks = 0;
 
   function flush(pair: Pair) {
-    if (mode !== 'up' || pair.closed) return;
+    if (mode === 'cut' || mode === 'stall' || pair.closed) return;
     if (pair.upstream) pump(pair.upstream, pair.toUpstream);
-    pump(pair.client, pair.toClient);
+    if (mode === 'up') pump(pair.client, pair.toClient);
   }
   /** Both ends closed at once (a reset), what was still to be sent dropped. */
   function reset(pair: Pair) {
@@ -128,6 +134,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       },
       data(client, data) {
         clientChunks++;
+        if (mode === 'hold') sentWhileHeld += data.toString('latin1');
         client.data.toUpstream.push(Buffer.from(data));
         flush(client.data);
       },
@@ -146,6 +153,11 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     stall() {
       mode = 'stall';
     },
+    holdAnswers() {
+      mode = 'hold';
+      sentWhileHeld = '';
+    },
+    sentWhileHeld: () => sentWhileHeld,
     loseNextCommitAck() {
       loseAck = Buffer.from('COMMIT\0');
     },
