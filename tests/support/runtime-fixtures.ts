@@ -25,7 +25,9 @@ let cached: RuntimeFixtures | null = null;
 export function buildFixtures(): RuntimeFixtures {
   if (cached) return cached;
   const sources = ['aria_fixture.c', 'stub-engine.ts'].map((f) => readFileSync(join(FIXTURES, f)));
-  const hash = createHash('sha256').update(process.execPath).update(Buffer.concat(sources)).digest('hex').slice(0, 16);
+  // The wrappers name this runtime and this checkout's fixtures: a build for another checkout (since
+  // deleted, say a CI clone run with the same Bun) must not be reused.
+  const hash = createHash('sha256').update(process.execPath).update(FIXTURES).update(Buffer.concat(sources)).digest('hex').slice(0, 16);
   const dir = join(tmpdir(), `cpd-runtime-fixtures-${hash}`);
   const result: RuntimeFixtures = {
     dir,
