@@ -1,7 +1,8 @@
 /**
  * Turns under concurrency and interruption (PostgreSQL only): ten sessions streaming at once,
  * one running turn per session, a client that disconnects mid-stream (the turn completes and is
- * persisted, docs/agents.md), and a session deleted mid-turn (the upstream call is stopped).
+ * persisted, docs/agents.md), a session deleted mid-turn (the upstream call is stopped), and a
+ * streamed turn whose model pauses longer than the server's idle timeout.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
@@ -195,4 +196,34 @@ describe('a turn lost with its process (postgres)', () => {
     const items = (await t.request('GET', `/v1/agents/sessions/${session.id}/items?order=asc`)).body.data;
     expect(items.map((i: any) => i.content[0].text)).toEqual(['first', 'again', 'fresh answer']);
   });
+});
+
+describe('a streamed turn longer than the server\'s idle timeout (postgres)', () => {
+  let h: AgentsHarness;
+  beforeAll(async () => {
+    h = await startAgentsApp('postgres', { ROUTER_FIRST_BYTE_TIMEOUT: '10s', ROUTER_REQUEST_TIMEOUT: '10s' });
+  });
+  afterAll(() => h.close());
+
+  test('a model pausing longer than the idle timeout between chunks: the turn streams whole', async () => {
+    const { t, up } = h;
+    // The server closes connections silent for 2 s; the model pauses 2.5 s between chunks. The
+    // turn's request may stay silent for its ROUTER_REQUEST_TIMEOUT and 5 s (without that: a reset).
+    up.set({ content: 'one two', chunkDelayMs: 2_500, trailerAtOnce: true });
+    t.app.listen({ hostname: '127.0.0.1', port: 0, idleTimeout: 2 });
+    const base = `http://127.0.0.1:${t.app.server!.port}`;
+    const api = async (path: string, body: unknown) =>
+      fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    try {
+      const agent = (await (await api('/v1/agents', { model: MODEL })).json()) as { id: string };
+      const session = (await (await api('/v1/agents/sessions', { agent_id: agent.id })).json()) as { id: string };
+      const res = await api(`/v1/agents/sessions/${session.id}/events/stream`, { role: 'user', content: 'take your time' });
+      expect(res.status).toBe(200);
+      const frames = parseSse(await res.text());
+      expect(frames.filter((f) => f.event === 'delta').map((f) => f.data.content).join('')).toBe('one two');
+      expect(frames.at(-1)).toEqual({ event: 'turn.completed', data: {} });
+    } finally {
+      await t.app.stop(true);
+    }
+  }, 30_000);
 });
