@@ -11,7 +11,7 @@ import { agentAuthPlugin, agentsRoutes, createAgentsService, refuseAgentStranger
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
-import { createCostReport, createRouterService, createUsageLog, routerRoutes } from './modules/router';
+import { createCostReport, createRouterService, createUsageLog, requestSilenceSeconds, routerRoutes } from './modules/router';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
@@ -58,6 +58,8 @@ export async function buildApp(ctx: AppContext) {
   await pricing.load();
   await registry.load();
   const gateway = createGatewayService(ctx, router);
+  // Gateway requests and streamed agent turns may stay silent this long (platform/http/listen's holdOpen).
+  const silenceSeconds = requestSilenceSeconds(ctx.config.router);
   const admin = createAdminService(ctx, { accounts, billing, audit });
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
@@ -110,7 +112,7 @@ export async function buildApp(ctx: AppContext) {
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config }))
-    .use(gatewayRoutes({ auth, gateway }))
+    .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
@@ -119,7 +121,7 @@ export async function buildApp(ctx: AppContext) {
       agentsRoutes({
         agents,
         auth: agentAuthPlugin(agentAuth),
-        silenceSeconds: gateway.silenceSeconds,
+        silenceSeconds,
       }),
     );
 

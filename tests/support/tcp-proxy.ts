@@ -79,22 +79,19 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     if (pair.upstream) pump(pair.upstream, pair.toUpstream);
     if (mode === 'up') pump(pair.client, pair.toClient);
   }
-  /** Both ends closed at once (a reset), what was still to be sent dropped. */
-  function reset(pair: Pair) {
+  /** Both ends closed: reset at once (what was still to be sent dropped), or ended gracefully. */
+  function closePair(pair: Pair, how: 'terminate' | 'end') {
     if (pair.closed) return;
     pair.closed = true;
     pairs.delete(pair);
-    pair.client.terminate();
-    pair.upstream?.terminate();
+    pair.client[how]();
+    pair.upstream?.[how]();
   }
+  const reset = (pair: Pair) => closePair(pair, 'terminate');
   /** One end closed: the other gets what was still to be sent to it (unless stalled), then an end. */
   function ended(pair: Pair) {
-    if (pair.closed) return;
     flush(pair);
-    pair.closed = true;
-    pairs.delete(pair);
-    pair.client.end();
-    pair.upstream?.end();
+    closePair(pair, 'end');
   }
 
   const server = Bun.listen<Pair>({

@@ -5,7 +5,8 @@ import { requestIdOf } from '../../platform/http/request-log';
 import type { GatewayService } from './gateway.service';
 
 /** OpenAI-compatible endpoints; bodies are OpenAI's own, so they are read raw (parse: 'none') and checked by the service. */
-export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService }) =>
+/** silenceSeconds: how long a request may stay silent, waiting for its answer or between a stream's chunks (holdOpen). */
+export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService; silenceSeconds: number }) =>
   new Elysia({ name: 'cpd/gateway' })
     .use(deps.auth)
     // Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps it).
@@ -13,7 +14,7 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
     // between chunks for as long: each gets ROUTER_REQUEST_TIMEOUT and a margin (docs/gateway.md).
     .onTransform(({ set, server, request }) => {
       set.headers['x-cost'] = '0.000000';
-      holdOpen(server, request, deps.gateway.silenceSeconds);
+      holdOpen(server, request, deps.silenceSeconds);
     })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
       auth: ['key'],

@@ -13,7 +13,7 @@ import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
-import { type Chunk, type ChatStream, type RouterService, rawJsonOf, requestSilenceSeconds } from '../router';
+import { type Chunk, type ChatStream, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 import { ResponseAssembler } from './gateway.responses';
@@ -126,15 +126,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
     return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
   }
 
-  return {
-    chat,
-    embeddings,
-    responses,
-    models,
-    maxBodyBytes: maxBody,
-    /** How long a request may stay silent (waiting for its answer, or between a stream's chunks) before the server closes it. */
-    silenceSeconds: requestSilenceSeconds(ctx.config.router),
-  };
+  return { chat, embeddings, responses, models, maxBodyBytes: maxBody };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;

@@ -17,7 +17,7 @@ import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from '../../platfor
  * Seconds a gateway request may stay silent past its ROUTER_REQUEST_TIMEOUT: the router answers
  * (a 503 it can read) before the HTTP server would close the connection with a reset.
  */
-export const REQUEST_SILENCE_MARGIN_SECONDS = 5;
+const REQUEST_SILENCE_MARGIN_SECONDS = 5;
 /** How long a gateway request may stay silent: its ROUTER_REQUEST_TIMEOUT and the margin (platform/http/listen's holdOpen). */
 export const requestSilenceSeconds = (settings: Pick<RouterSettings, 'requestTimeoutMs'>) =>
   Math.ceil(settings.requestTimeoutMs / 1000) + REQUEST_SILENCE_MARGIN_SECONDS;
