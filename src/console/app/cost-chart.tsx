@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, withQuery } from './api';
 import { formatDay, t } from './locale';
 import { formatMicros, toMicros } from './money';
-import { errorText } from './ui';
+import { Alert, errorText } from './ui';
 
 export type GroupBy = 'model' | 'user' | 'entrypoint';
 interface CostRow {
@@ -108,12 +108,7 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
     };
   }, [series]);
 
-  if (error)
-    return (
-      <p class="error" role="alert">
-        {error}
-      </p>
-    );
+  if (error) return <Alert>{error}</Alert>;
   if (!series) return <p aria-busy="true">{t('loading')}</p>;
   return (
     <figure class="chart">

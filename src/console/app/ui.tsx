@@ -39,12 +39,7 @@ export const errorText = (e: unknown) => (e instanceof ApiError || e instanceof 
 
 /** Shows loading, an error, or the children built from the data. */
 export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ComponentChildren }) {
-  if (loaded.error)
-    return (
-      <p class="error" role="alert">
-        {loaded.error}
-      </p>
-    );
+  if (loaded.error) return <Alert>{loaded.error}</Alert>;
   if (loaded.data === null) return <p aria-busy="true">{t('loading')}</p>;
   return <>{children(loaded.data)}</>;
 }
@@ -164,6 +159,14 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
     </button>
   );
 }
+
+/** An error announced to screen readers (role=alert); nothing when there is none. */
+export const Alert = ({ children }: { children: ComponentChildren }) =>
+  children ? (
+    <p class="error" role="alert">
+      {children}
+    </p>
+  ) : null;
 
 /** A note announced to screen readers (role=status), e.g. "Saved". */
 export const Status = ({ children }: { children: ComponentChildren }) => (

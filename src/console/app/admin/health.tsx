@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { formatTime, t } from '../locale';
-import { DataTable, errorText, Page, Show, Status, useGet } from '../ui';
+import { Alert, DataTable, errorText, Page, Show, Status, useGet } from '../ui';
 
 interface Backend {
   model: string;
@@ -239,11 +239,7 @@ function ManagedBackends({ current, onSaved }: { current: Backend[]; onSaved: ()
         </button>
         <button type="submit">{t('save')}</button>
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert>{error}</Alert>
       {saved && <Status>{t('saved')}</Status>}
     </form>
   );

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { Field, Page, Select, Show, errorText, useCursor, useGet } from '../ui';
+import { Alert, Field, Page, Select, Show, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
   id: string;
@@ -65,11 +65,7 @@ export function AdminPayments() {
         <Field label={t('admin.userId')} name="user_id" value={filters.user_id} />
         <button type="submit">{t('apply')}</button>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert>{error}</Alert>
       <Show loaded={page}>
         {({ payments, next_cursor }) => (
           <>

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, t } from '../locale';
-import { Page, Show, Status, errorText, useGet } from '../ui';
+import { Alert, Page, Show, Status, errorText, useGet } from '../ui';
 
 interface ModelPrice {
   slug: string;
@@ -90,11 +90,7 @@ function PriceTable({
         </button>
         <button type="submit">{t('save')}</button>
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert>{error}</Alert>
       {saved && <Status>{t('saved')}</Status>}
     </form>
   );

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
+import { Alert, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminUserRow {
   id: string;
@@ -125,11 +125,7 @@ export function AdminUser({ id }: { id: string }) {
               </button>
             </p>
             {note && <Status>{note}</Status>}
-            {error && (
-              <p class="error" role="alert">
-                {error}
-              </p>
-            )}
+            <Alert>{error}</Alert>
             <Adjustment userId={id} onDone={user.reload} />
             <SetPassword userId={id} />
           </>
