@@ -134,11 +134,22 @@ describe('an operator', () => {
     await page.getByRole('link', { name: 'Pricing' }).click();
     const price = page.getByLabel('Price (CNY) 1');
     expect(await price.inputValue()).toBe('2');
+    const prices = page.getByRole('form', { name: 'Model prices' });
+    const published = async () => ((await (await fetch(`${site.url}/api/pricing`)).json()) as { models: unknown[] }).models;
+    // A price finer than a micro-unit is refused with the server's reason, shown as an alert; nothing changes.
+    await price.fill('0.0000004');
+    await prices.getByRole('button', { name: 'Save' }).click();
+    await prices.getByRole('alert').filter({ hasText: 'at most 6 decimals' }).waitFor();
+    expect(await published()).toEqual([expect.objectContaining({ slug: CONSOLE_MODEL, price: 2 })]);
+    // The browser logs the refused request (its 400) as a console error: that one was asked for.
+    const unexpected = admin.problems.filter((p) => !p.includes('status of 400'));
+    admin.problems.splice(0, admin.problems.length, ...unexpected);
+
     await price.fill('3.5');
-    await page.getByRole('form', { name: 'Model prices' }).getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('form', { name: 'Model prices' }).getByText('Saved.').waitFor();
-    const pricing = (await (await fetch(`${site.url}/api/pricing`)).json()) as { models: unknown[] };
-    expect(pricing.models).toEqual([
+    await prices.getByRole('button', { name: 'Save' }).click();
+    await prices.getByText('Saved.').waitFor();
+    expect(await prices.getByRole('alert').count()).toBe(0);
+    expect(await published()).toEqual([
       expect.objectContaining({ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 3.5, currency: 'CNY' }),
     ]);
 
