@@ -38,7 +38,7 @@ const grantOf = (r: GrantRow): Grant => ({ amountMicros: BigInt(r.amount), margi
 
 const CONSUME_SQL = `
   update wallet_grants g set amount_micros = greatest(g.amount_micros - d.cost, 0), version = g.version + 1
-  from jsonb_to_recordset($1::jsonb) as d(user_id text, cost bigint)
+  from json_to_recordset($1::text::json) as d(user_id text, cost bigint)
   where g.user_id = d.user_id and g.holder = $2
   returning g.user_id, g.amount_micros::text as amount, g.margin, g.version`;
 

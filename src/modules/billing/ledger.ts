@@ -63,7 +63,7 @@ const APPLY_NOTIFY = applySql(true);
  */
 const usageManySql = (notify: boolean) => `
   with entry as (
-    select * from jsonb_to_recordset($1::jsonb) as x(id text, user_id text, amount_micros bigint, description text, reference text)
+    select * from json_to_recordset($1::text::json) as x(id text, user_id text, amount_micros bigint, description text, reference text)
   ), ins as (
     insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
     select id, user_id, 'usage', amount_micros, $2, description, reference, $3::timestamptz from entry

@@ -30,7 +30,7 @@ const grantOf = (r: GrantRow): Grant => ({ amountMicros: BigInt(r.amount), margi
 /** $1: [{key_id, cost}] as JSON, $2: the holder. */
 const CONSUME_SQL = `
   update key_spend_grants g set amount_micros = greatest(g.amount_micros - d.cost, 0), version = g.version + 1
-  from (select key_id, sum(cost)::bigint as cost from jsonb_to_recordset($1::jsonb) as x(key_id text, cost bigint) group by 1) d
+  from (select key_id, sum(cost)::bigint as cost from json_to_recordset($1::text::json) as x(key_id text, cost bigint) group by 1) d
   where g.key_id = d.key_id and g.holder = $2
   returning g.key_id, g.amount_micros::text as amount, g.margin, g.version`;
 

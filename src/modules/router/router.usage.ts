@@ -145,10 +145,15 @@ const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
  * only rows inserted now are added up (a replay adds nothing); rollup rows are upserted in key
  * order so concurrent writers lock them in the same order.
  */
-/** $1: the batch as JSON, $2: the currency. */
+/**
+ * $1: the batch as JSON text, $2: the currency. Read as json, not jsonb: each row's object is read
+ * once, and jsonb would first build its binary form of the whole batch (a 64-row batch: 0.67–0.78
+ * → 0.43–0.48 ms of PostgreSQL's CPU). `::text::json`: a parameter typed json would be serialized
+ * again by the driver.
+ */
 const INSERT_SQL = `
     with batch as (
-      select * from jsonb_to_recordset($1::jsonb) as x(
+      select * from json_to_recordset($1::text::json) as x(
         id text, created_at timestamptz, hour timestamptz, day timestamptz, user_id text, key_id text, entrypoint text, model text,
         backend text, prompt_tokens integer, completion_tokens integer, cost_micros bigint, cost_usd_micros bigint,
         tokens_counted boolean, latency_ms integer, status integer, streamed boolean, aborted boolean, request_id text)
