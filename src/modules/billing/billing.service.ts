@@ -86,13 +86,22 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
      * (wallet rows locked before grant rows, as when a grant is requested, so they cannot
      * deadlock). A replayed batch debits nothing but lowers the grants again: a grant may end
      * lower than it could be, which costs a renewal, never money. No NOTIFY at commit: the caller
-     * calls `committed()` after its commit to announce the change.
+     * calls `committed()` after its commit to announce the change. `firstTry`: see applyUsageMany
+     * (a reference already written fails the batch with 23505; the caller replays without it).
      */
-    async debitUsageBatch(tx: DbOrTx, entries: DebitUsageInput[], holder: string): Promise<{ grants: Map<string, Grant>; committed: () => void }> {
+    async debitUsageBatch(
+      tx: DbOrTx,
+      entries: DebitUsageInput[],
+      holder: string,
+      opts: { firstTry?: boolean } = {},
+    ): Promise<{ grants: Map<string, Grant>; committed: () => void }> {
       if (entries.some((e) => e.amountMicros < 0n)) throw new AppError('invalid', 'a usage debit takes a non-negative cost');
       const costs = new Map<string, bigint>();
       for (const e of entries) costs.set(e.userId, (costs.get(e.userId) ?? 0n) + e.amountMicros);
-      const [, lowered] = await Promise.all([ledger.applyUsageMany(tx, entries, { announcedByCaller: true }), grants.consume(tx, holder, costs)]);
+      const [, lowered] = await Promise.all([
+        ledger.applyUsageMany(tx, entries, { announcedByCaller: true, firstTry: opts.firstTry }),
+        grants.consume(tx, holder, costs),
+      ]);
       return { grants: lowered, committed: () => ledger.announce(costs.keys()) };
     },
 

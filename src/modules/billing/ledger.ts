@@ -60,14 +60,17 @@ const APPLY_NOTIFY = applySql(true);
  * (a replayed reference inserts nothing); each wallet then moves once by the sum of its newly
  * inserted entries, upserted in user-id order so concurrent writers lock wallets in the same order.
  * Answers one row per moved wallet, with how many entries were inserted and what the new ones spent.
+ * `replay` false: a plain insert, for entries never written before (a reference that exists fails
+ * the statement with a unique violation); ON CONFLICT's speculative insertion costs PostgreSQL
+ * about a fifth more per row (1.8 µs of 10 here), and only a replay can meet a reference.
  */
-const usageManySql = (notify: boolean) => `
+const usageManySql = (notify: boolean, replay: boolean) => `
   with entry as (
     select * from json_to_recordset($1::text::json) as x(id text, user_id text, amount_micros bigint, description text, reference text)
   ), ins as (
     insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
     select id, user_id, 'usage', amount_micros, $2, description, reference, $3::timestamptz from entry
-    on conflict (reference) do nothing
+    ${replay ? 'on conflict (reference) do nothing' : ''}
     returning user_id, amount_micros
   ), upd as (
     insert into wallets (user_id, currency, balance_micros, created_at, updated_at)
@@ -79,8 +82,11 @@ const usageManySql = (notify: boolean) => `
   select upd.user_id, upd.balance_micros::text as balance, (select count(*) from ins)::int as inserted,
     (select -sum(amount_micros) from ins where ins.user_id = upd.user_id)::text as spent${notify ? `, pg_notify('${WALLET_CHANNEL}', upd.user_id)` : ''}
   from upd`;
-const USAGE_MANY_QUIET = usageManySql(false);
-const USAGE_MANY_NOTIFY = usageManySql(true);
+/** The statement by [notify][replay]. */
+const USAGE_MANY = [
+  [usageManySql(false, false), usageManySql(false, true)],
+  [usageManySql(true, false), usageManySql(true, true)],
+] as const;
 
 type TransactionRow = typeof walletTransactions.$inferSelect;
 
@@ -143,8 +149,16 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
   async function applyUsageMany(
     on: DbOrTx,
     entries: UsageEntry[],
-    /** The caller announces the change itself after its transaction commits (signal.later). */
-    opts: { announcedByCaller?: boolean } = {},
+    opts: {
+      /** The caller announces the change itself after its transaction commits (signal.later). */
+      announcedByCaller?: boolean;
+      /**
+       * The caller knows these entries were never written (its first try): a reference that exists
+       * then fails the statement with a unique violation (23505), and the caller tries again
+       * without this, as a replay.
+       */
+      firstTry?: boolean;
+    } = {},
   ): Promise<{ balances: Map<string, bigint>; spent: Map<string, bigint> }> {
     const balances = new Map<string, bigint>();
     const spent = new Map<string, bigint>();
@@ -157,7 +171,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
       entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
     );
     const rows = await database.prepared<{ user_id: string; balance: string; inserted: number; spent: string }>(
-      quiet ? USAGE_MANY_QUIET : USAGE_MANY_NOTIFY,
+      USAGE_MANY[quiet ? 0 : 1][opts.firstTry ? 0 : 1],
       [json, currency, ctx.clock.now().toISOString()],
       on,
     );

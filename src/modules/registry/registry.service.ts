@@ -6,7 +6,7 @@
  */
 import { asc, eq } from 'drizzle-orm';
 import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
-import { createBatchWriter, followChanges, serialReload, sqlState } from '../../platform/db';
+import { createBatchWriter, followChanges, serialReload, sqlState, UNIQUE_VIOLATION } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { newId } from '../../platform/ids';
@@ -63,9 +63,6 @@ export function assertSlug(slug: string): string {
   if (slug.length > 200 || !SLUG_PATTERN.test(slug)) throw new AppError('invalid', `invalid slug "${slug}": use [a-z0-9][a-z0-9._-]*`);
   return slug;
 }
-
-/** SQLSTATE of a duplicate key. */
-const UNIQUE_VIOLATION = '23505';
 
 /** A download row waiting for the next batch insert, as a JSON array (half the bytes of an object). */
 export type PendingDownload = [id: string, userId: string, keyId: string | null, artifactId: string, slug: string, quant: string, sdk: string, createdAtMs: number];

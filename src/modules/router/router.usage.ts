@@ -11,7 +11,7 @@
 import { sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
-import { type DbOrTx, type RowOutcome, createBatchWriter, openJournal } from '../../platform/db';
+import { type DbOrTx, type RowOutcome, UNIQUE_VIOLATION, createBatchWriter, openJournal, sqlState } from '../../platform/db';
 
 export interface UsageRecord {
   id: string;
@@ -38,6 +38,7 @@ export interface UsageDebitor {
     tx: DbOrTx,
     entries: Array<{ userId: string; amountMicros: bigint; reference: string; description: string }>,
     holder: string,
+    opts: { firstTry: boolean },
   ): Promise<{ grants: Map<string, Grant>; committed: () => void }>;
 }
 
@@ -143,15 +144,17 @@ const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
  * into router_usage and aggregated into router_usage_hourly, router_usage_daily and (per API key)
  * router_usage_key_daily by one statement;
  * only rows inserted now are added up (a replay adds nothing); rollup rows are upserted in key
- * order so concurrent writers lock them in the same order.
- */
-/**
+ * order so concurrent writers lock them in the same order. A batch's first try inserts without
+ * ON CONFLICT, whose speculative insertion costs PostgreSQL about a seventh more per row (1.9 µs
+ * of 15 here): only a replay after a lost acknowledgement can meet an id already stored (the
+ * unique violation sends the batch again as a replay).
+ *
  * $1: the batch as JSON text, $2: the currency. Read as json, not jsonb: each row's object is read
  * once, and jsonb would first build its binary form of the whole batch (a 64-row batch: 0.67–0.78
  * → 0.43–0.48 ms of PostgreSQL's CPU). `::text::json`: a parameter typed json would be serialized
  * again by the driver.
  */
-const INSERT_SQL = `
+const insertSql = (replay: boolean) => `
     with batch as (
       select * from json_to_recordset($1::text::json) as x(
         id text, created_at timestamptz, hour timestamptz, day timestamptz, user_id text, key_id text, entrypoint text, model text,
@@ -163,7 +166,7 @@ const INSERT_SQL = `
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, $2, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
-      on conflict (id) do nothing
+      ${replay ? 'on conflict (id) do nothing' : ''}
       returning id
     ), inserted as (
       select batch.* from batch join usage_rows using (id)
@@ -176,6 +179,8 @@ const INSERT_SQL = `
       on conflict (day, key_id) do update set cost_micros = router_usage_key_daily.cost_micros + excluded.cost_micros
     )
     ${upsertRollup('router_usage_hourly', 'hour')}`;
+const INSERT_FIRST_TRY = insertSql(false);
+const INSERT_REPLAY = insertSql(true);
 
 export function createUsageWriter(
   ctx: AppContext,
@@ -189,6 +194,16 @@ export function createUsageWriter(
   const currency = ctx.config.currency;
 
   async function write(batch: UsageRecord[]): Promise<void> {
+    try {
+      await writeOnce(batch, false);
+    } catch (err) {
+      // A row id or ledger reference already stored: this batch committed before and its acknowledgement was lost.
+      if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
+      await writeOnce(batch, true);
+    }
+  }
+
+  async function writeOnce(batch: UsageRecord[], replay: boolean): Promise<void> {
     // One round trip on PostgreSQL (platform/db's pipelined): every statement below is issued
     // before the first await, as that requires.
     const { debited, keyGrants } = await database.pipelined(async (tx) => {
@@ -206,8 +221,8 @@ export function createUsageWriter(
       // by every writer, so concurrent batches and grant requests cannot deadlock.
       const steps: Array<Promise<unknown>> = [];
       if (!opts.synchronousCommit) steps.push(database.prepared('set local synchronous_commit = off', [], tx));
-      steps.push(database.prepared(INSERT_SQL, [`[${batch.map(jsonTextOf).join(',')}]`, currency], tx));
-      const debited = billing.debitUsageBatch(tx, debits, holder);
+      steps.push(database.prepared(replay ? INSERT_REPLAY : INSERT_FIRST_TRY, [`[${batch.map(jsonTextOf).join(',')}]`, currency], tx));
+      const debited = billing.debitUsageBatch(tx, debits, holder, { firstTry: !replay });
       const keyGrants = keySpend.consume(tx, batch);
       await Promise.all([...steps, debited, keyGrants]);
       return { debited: await debited, keyGrants: await keyGrants };

@@ -4,4 +4,4 @@ export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } fro
 export { isDatabaseUnreachable } from './unreachable';
 export { openJournal, type Journal } from './journal';
 export { followChanges, serialReload } from './follow';
-export { sqlState } from './sql-state';
+export { sqlState, UNIQUE_VIOLATION } from './sql-state';

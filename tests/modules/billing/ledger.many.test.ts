@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
+import { sqlState, UNIQUE_VIOLATION } from '../../../src/platform/db';
 import { DB_KINDS } from '../../support/db';
 import { billingFixture, ledgerSumMicros } from './support';
 import { waitFor } from '../../support/wait';
@@ -43,6 +44,22 @@ for (const kind of DB_KINDS) {
       expect((await entriesOf('r-a')).map((e) => e.reference)).toEqual(['r-1', 'r-3']);
       for (const u of ['r-a', 'r-b']) expect(await fixture.billing.getBalanceMicros(u)).toBe(await ledgerSumMicros(fixture.tc.ctx, u));
       expect(await fixture.billing.debitUsageMany(fixture.tc.ctx.database.db, [])).toEqual(new Map());
+    });
+
+    test("the usage batch's first try inserts plainly: a reference already written fails it (23505) and changes nothing; the replay debits only the new entry", async () => {
+      const { db } = fixture.tc.ctx.database;
+      const batch = (entries: ReturnType<typeof entry>[], firstTry: boolean) =>
+        db.transaction((tx) => fixture.billing.debitUsageBatch(tx, entries, 'test-holder', { firstTry }));
+      await batch([entry('f-a', 4n, 'f-1')], true);
+      const entries = [entry('f-a', 4n, 'f-1'), entry('f-a', 6n, 'f-2')];
+      const failure = await batch(entries, true).then(() => null, (err: unknown) => err);
+      expect(sqlState(failure)).toBe(UNIQUE_VIOLATION);
+      expect((await entriesOf('f-a')).map((e) => e.reference)).toEqual(['f-1']);
+      expect(await fixture.billing.getBalanceMicros('f-a')).toBe(-4n);
+      await batch(entries, false);
+      expect((await entriesOf('f-a')).map((e) => e.amount)).toEqual(['-4', '-6']);
+      expect(await fixture.billing.getBalanceMicros('f-a')).toBe(await ledgerSumMicros(fixture.tc.ctx, 'f-a'));
+      expect(await fixture.billing.getBalanceMicros('f-a')).toBe(-10n);
     });
 
     test("joins the caller's transaction: a reused reference is a conflict and rolls everything back", async () => {
