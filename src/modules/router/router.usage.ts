@@ -147,7 +147,8 @@ const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
  * order so concurrent writers lock them in the same order. A batch's first try inserts without
  * ON CONFLICT, whose speculative insertion costs PostgreSQL about a seventh more per row (1.9 µs
  * of 15 here): only a replay after a lost acknowledgement can meet an id already stored (the
- * unique violation sends the batch again as a replay).
+ * unique violation sends the batch again as a replay). A first try that succeeds inserted every
+ * row, so its rollups read the batch itself, without joining the ids the insert returns.
  *
  * $1: the batch as JSON text, $2: the currency. Read as json, not jsonb: each row's object is read
  * once, and jsonb would first build its binary form of the whole batch (a 64-row batch: 0.67–0.78
@@ -166,10 +167,9 @@ const insertSql = (replay: boolean) => `
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
         cost_micros, $2, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
       from batch
-      ${replay ? 'on conflict (id) do nothing' : ''}
-      returning id
+      ${replay ? 'on conflict (id) do nothing returning id' : ''}
     ), inserted as (
-      select batch.* from batch join usage_rows using (id)
+      ${replay ? 'select batch.* from batch join usage_rows using (id)' : 'select * from batch'}
     ), daily as (${upsertRollup('router_usage_daily', 'day')}
     ), key_daily as (
       insert into router_usage_key_daily (day, key_id, cost_micros)
