@@ -22,7 +22,7 @@
  * added p50 of each kind of key limits over the plain key. Targets: added p50 at c=1 ≤ 0.35 ms
  * (issue 18: 0.3 ms, p99 1 ms); req/s at c=64 ≥ 0.5 × bare (0.6); added TTFB p99 ≤ 2 ms; zero stalled.
  *
- *   bun bench/gateway.ts          (N1=2000 N64=20000 WARMUP=20000 STREAMS=320 SERIAL_STREAMS=50 to change the counts;
+ *   bun bench/gateway.ts          (N1=2000 N64=20000 ROUNDS=3 WARMUP=20000 STREAMS=320 SERIAL_STREAMS=50 to change the counts;
  *                                  TARGETS=cpd,portkey to run only some servers besides direct and bare;
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process, summarised
  *                                  by bench/support/profile-summary.ts)
@@ -37,6 +37,12 @@ import { freePort } from '../tests/support/ports';
 
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
+/**
+ * The non-streaming phases run in ROUNDS interleaved rounds (every server once per round, N1 or
+ * N64 requests split between them): a ratio to the bare proxy is taken within each round, so the
+ * machine slowing down during one server's turn moves one round's ratio, not the result.
+ */
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 /**
  * Requests each server answers at c=64 before anything is timed. cpd's CPU per request at c=64
  * fell from 0.090–0.096 ms after 5 000 to 0.063–0.075 ms after 10 000–40 000 (JavaScriptCore's
@@ -119,7 +125,17 @@ async function postgresCpuMs(): Promise<number> {
 
 const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
 
-async function load(t: Target, n: number, concurrency: number) {
+/** One load phase's raw measurements (merged across rounds by `merged`). */
+interface LoadRun {
+  lat: number[];
+  seconds: number;
+  n: number;
+  failed: number;
+  cpuMs: number;
+  dbCpuMs: number;
+}
+
+async function load(t: Target, n: number, concurrency: number): Promise<LoadRun> {
   const lat: number[] = [];
   const cpu0 = await cpuMs(t.pid);
   const db0 = await postgresCpuMs();
@@ -139,9 +155,22 @@ async function load(t: Target, n: number, concurrency: number) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  const cpuPerRequest = ((await cpuMs(t.pid)) - cpu0) / n;
-  const dbCpuPerRequest = ((await postgresCpuMs()) - db0) / n;
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: n / seconds, failed, cpuPerRequest, dbCpuPerRequest };
+  return { lat, seconds, n, failed, cpuMs: (await cpuMs(t.pid)) - cpu0, dbCpuMs: (await postgresCpuMs()) - db0 };
+}
+
+/** A server's rounds as one result: latency percentiles over every request, req/s and CPU over the whole. */
+function merged(runs: LoadRun[]) {
+  const lat = runs.flatMap((r) => r.lat);
+  const n = runs.reduce((a, r) => a + r.n, 0);
+  const seconds = runs.reduce((a, r) => a + r.seconds, 0);
+  return {
+    p50: pct(lat, 50),
+    p99: pct(lat, 99),
+    rps: n / seconds,
+    failed: runs.reduce((a, r) => a + r.failed, 0),
+    cpuPerRequest: runs.reduce((a, r) => a + r.cpuMs, 0) / n,
+    dbCpuPerRequest: runs.reduce((a, r) => a + r.dbCpuMs, 0) / n,
+  };
 }
 
 const streamBody = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Count.' }], stream: true });
@@ -275,9 +304,10 @@ async function main() {
     [1, N1],
     [64, N64],
   ] as const) {
-    console.log(`\nnon-streaming, concurrency ${c}, ${n} requests each`);
-    const results: Record<string, Awaited<ReturnType<typeof load>>> = {};
-    for (const t of targets) results[t.name] = await load(t, n, c);
+    console.log(`\nnon-streaming, concurrency ${c}, ${n} requests each in ${ROUNDS} interleaved rounds`);
+    const runs: Record<string, LoadRun[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
+    for (let round = 0; round < ROUNDS; round++) for (const t of targets) runs[t.name]!.push(await load(t, Math.ceil(n / ROUNDS), c));
+    const results = Object.fromEntries(Object.entries(runs).map(([name, rs]) => [name, merged(rs)]));
     const d = results.direct!;
     for (const t of targets) {
       const r = results[t.name]!;
@@ -289,7 +319,9 @@ async function main() {
       if (results[limited] && results.cpd)
         console.log(`  key limits (${limited}) added p50 over the plain key: ${f2(results[limited]!.p50 - results.cpd.p50)} ms${c === 1 ? ' (target ≤ 0.35 ms)' : ''}`);
     const others = targets.filter((t) => t.name !== 'direct' && t.name !== 'bare' && !t.name.startsWith('cpd+'));
-    const ratio = (name: string) => (results[name]!.rps / results.bare!.rps).toFixed(2);
+    // The median of the rounds' ratios, each taken within its round; then every round's.
+    const roundRatios = (name: string) => runs[name]!.map((r, i) => r.n / r.seconds / (runs.bare![i]!.n / runs.bare![i]!.seconds));
+    const ratio = (name: string) => `${pct(roundRatios(name), 50).toFixed(2)} (${roundRatios(name).map((x) => x.toFixed(2)).join(', ')})`;
     const cpuRatio = (name: string) => (results[name]!.cpuPerRequest / results.bare!.cpuPerRequest).toFixed(1);
     console.log(`  req/s ÷ bare proxy: ${others.map((t) => `${t.name} ${ratio(t.name)}`).join(', ')} (target at c=64 ≥ 0.5, issue 18: ≥ 0.6)`);
     console.log(`  server CPU per request ÷ bare proxy's: ${others.map((t) => `${t.name} ${cpuRatio(t.name)}×`).join(', ')}`);
