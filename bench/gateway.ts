@@ -123,6 +123,22 @@ async function postgresCpuMs(): Promise<number> {
   return ms;
 }
 
+/**
+ * Waits until PostgreSQL is idle (at most one 10 ms tick of CPU in 300 ms, or 10 s at most): what
+ * the server before left it to do (autovacuum of the rows it wrote, the WAL writer, checkpoints)
+ * then falls in no other server's phase.
+ */
+async function settle(): Promise<void> {
+  const until = performance.now() + 10_000;
+  let last = await postgresCpuMs();
+  while (performance.now() < until) {
+    await Bun.sleep(300);
+    const now = await postgresCpuMs();
+    if (now - last <= TICK_MS) return;
+    last = now;
+  }
+}
+
 const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 });
 
 /** One load phase's raw measurements (merged across rounds by `merged`). */
@@ -306,7 +322,11 @@ async function main() {
   ] as const) {
     console.log(`\nnon-streaming, concurrency ${c}, ${n} requests each in ${ROUNDS} interleaved rounds`);
     const runs: Record<string, LoadRun[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
-    for (let round = 0; round < ROUNDS; round++) for (const t of targets) runs[t.name]!.push(await load(t, Math.ceil(n / ROUNDS), c));
+    for (let round = 0; round < ROUNDS; round++)
+      for (const t of targets) {
+        await settle();
+        runs[t.name]!.push(await load(t, Math.ceil(n / ROUNDS), c));
+      }
     const results = Object.fromEntries(Object.entries(runs).map(([name, rs]) => [name, merged(rs)]));
     const d = results.direct!;
     for (const t of targets) {
