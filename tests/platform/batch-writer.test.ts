@@ -17,17 +17,21 @@ function writerOn(database: Database, opts: { concurrency?: number; lingerMs?: n
   const { log, lines } = captureLogger();
   const setAside: Array<{ row: Row; reason: string }> = [];
   let writes = 0;
+  const replays: boolean[] = [];
   const writer = createBatchWriter<Row>({
     name: 'test rows',
     log,
     concurrency: opts.concurrency,
     lingerMs: opts.lingerMs,
-    async write(rows) {
+    async write(rows, replay) {
       writes++;
+      replays.push(replay);
       opts.beforeWrite?.(rows);
+      // A first try inserts plainly, as the product's writers do; a replay skips ids already stored.
+      const onConflict = sql.raw(replay ? 'on conflict (id) do nothing' : '');
       await database.db.transaction(async (tx) => {
         await database.query(
-          sql`insert into bw_rows (id, n) select id, n from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(id text, n integer) on conflict (id) do nothing`,
+          sql`insert into bw_rows (id, n) select id, n from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(id text, n integer) ${onConflict}`,
           tx,
         );
       });
@@ -36,7 +40,7 @@ function writerOn(database: Database, opts: { concurrency?: number; lingerMs?: n
       setAside.push({ row, reason });
     },
   });
-  return { writer, lines, setAside, writes: () => writes };
+  return { writer, lines, setAside, writes: () => writes, replays };
 }
 
 const rowsIn = async (database: Database, prefix: string) =>
@@ -104,6 +108,17 @@ for (const kind of DB_KINDS) {
       await writer.close(5_000);
       expect(await closing).toBe('written');
       expect(await rowsIn(t.database, 'f-')).toBe(2);
+    });
+
+    test("a first try meeting a row already stored (a dead process's journal, say) is sent again at once as a replay: every row written once", async () => {
+      await t.database.query(sql`insert into bw_rows (id, n) values ('d-1', 1)`);
+      const { writer, replays, lines, setAside } = writerOn(t.database, { concurrency: 1, lingerMs: 50 }); // one batch of both
+      const outcomes = await Promise.all([writer.add({ id: 'd-1', n: 1 }), writer.add({ id: 'd-2', n: 2 })]);
+      expect(outcomes).toEqual(['written', 'written']);
+      expect(replays).toEqual([false, true]);
+      expect(await rowsIn(t.database, 'd-')).toBe(2);
+      expect(setAside).toEqual([]);
+      expect(lines.filter((l) => JSON.parse(l).level >= 40)).toEqual([]);
     });
 
     test('a row the column cannot hold is set aside with the reason; every other row of its batch is written', async () => {

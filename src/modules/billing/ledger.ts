@@ -82,11 +82,10 @@ const usageManySql = (notify: boolean, replay: boolean) => `
   select upd.user_id, upd.balance_micros::text as balance, (select count(*) from ins)::int as inserted,
     (select -sum(amount_micros) from ins where ins.user_id = upd.user_id)::text as spent${notify ? `, pg_notify('${WALLET_CHANNEL}', upd.user_id)` : ''}
   from upd`;
-/** The statement by [notify][replay]. */
-const USAGE_MANY = [
-  [usageManySql(false, false), usageManySql(false, true)],
-  [usageManySql(true, false), usageManySql(true, true)],
-] as const;
+const USAGE_MANY = {
+  quiet: { firstTry: usageManySql(false, false), replay: usageManySql(false, true) },
+  notify: { firstTry: usageManySql(true, false), replay: usageManySql(true, true) },
+};
 
 type TransactionRow = typeof walletTransactions.$inferSelect;
 
@@ -171,7 +170,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
       entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
     );
     const rows = await database.prepared<{ user_id: string; balance: string; inserted: number; spent: string }>(
-      USAGE_MANY[quiet ? 0 : 1][opts.firstTry ? 0 : 1],
+      USAGE_MANY[quiet ? 'quiet' : 'notify'][opts.firstTry ? 'firstTry' : 'replay'],
       [json, currency, ctx.clock.now().toISOString()],
       on,
     );

@@ -6,7 +6,7 @@
  */
 import { asc, eq } from 'drizzle-orm';
 import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
-import { createBatchWriter, followChanges, serialReload, sqlState, UNIQUE_VIOLATION } from '../../platform/db';
+import { createBatchWriter, followChanges, serialReload } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { newId } from '../../platform/ids';
@@ -114,16 +114,8 @@ export function createRegistryService(ctx: AppContext, deps: { store: ObjectStor
     maxBatch: 500,
     concurrency: 1,
     lingerMs: DOWNLOADS_LINGER_MS,
-    async write(rows) {
-      const rowsJson = JSON.stringify(rows);
-      try {
-        // A plain insert first: only a replay can meet an existing id.
-        await ctx.database.prepared(insertDownloadsSql(false), [rowsJson]);
-      } catch (err) {
-        // A duplicate id: this batch committed before and its acknowledgement was lost.
-        if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
-        await ctx.database.prepared(insertDownloadsSql(true), [rowsJson]);
-      }
+    async write(rows, replay) {
+      await ctx.database.prepared(insertDownloadsSql(replay), [JSON.stringify(rows)]);
     },
     setAside: async () => {},
   });

@@ -11,7 +11,7 @@
 import { sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
-import { type DbOrTx, type RowOutcome, UNIQUE_VIOLATION, createBatchWriter, openJournal, sqlState } from '../../platform/db';
+import { type DbOrTx, type RowOutcome, createBatchWriter, openJournal } from '../../platform/db';
 
 export interface UsageRecord {
   id: string;
@@ -147,7 +147,7 @@ const recordOf = (j: ReturnType<typeof jsonOf>): UsageRecord => ({
  * order so concurrent writers lock them in the same order. A batch's first try inserts without
  * ON CONFLICT, whose speculative insertion costs PostgreSQL about a seventh more per row (1.9 µs
  * of 15 here): only a replay after a lost acknowledgement can meet an id already stored (the
- * unique violation sends the batch again as a replay). A first try that succeeds inserted every
+ * unique violation sends the batch again as a replay: platform/db's batch writer). A first try that succeeds inserted every
  * row, so its rollups read the batch itself, without joining the ids the insert returns.
  *
  * $1: the batch as JSON text, $2: the currency. Read as json, not jsonb: each row's object is read
@@ -193,17 +193,7 @@ export function createUsageWriter(
   const { database } = ctx;
   const currency = ctx.config.currency;
 
-  async function write(batch: UsageRecord[]): Promise<void> {
-    try {
-      await writeOnce(batch, false);
-    } catch (err) {
-      // A row id or ledger reference already stored: this batch committed before and its acknowledgement was lost.
-      if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
-      await writeOnce(batch, true);
-    }
-  }
-
-  async function writeOnce(batch: UsageRecord[], replay: boolean): Promise<void> {
+  async function write(batch: UsageRecord[], replay: boolean): Promise<void> {
     // One round trip on PostgreSQL (platform/db's pipelined): every statement below is issued
     // before the first await, as that requires.
     const { debited, keyGrants } = await database.pipelined(async (tx) => {
