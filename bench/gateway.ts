@@ -27,13 +27,13 @@
  *                                  PROFILE_DIR=/tmp/prof for a CPU profile of the cpd process, summarised
  *                                  by bench/support/profile-summary.ts)
  */
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../src/app';
 import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
+import { postgresCpuMs } from './support/postgres-cpu';
 
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
@@ -110,30 +110,16 @@ async function cpuMs(pid: number): Promise<number> {
 }
 
 /**
- * CPU time of every PostgreSQL process so far, in ms: what the database spends for the requests
- * of a phase, on the same cores as the servers (its backends live as long as their pools).
- */
-async function postgresCpuMs(): Promise<number> {
-  let ms = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const stat = await Bun.file(`/proc/${pid}/stat`).text().catch(() => ''); // a process that just ended
-    if (stat.includes(' (postgres) ')) ms += cpuMsOf(stat);
-  }
-  return ms;
-}
-
-/**
  * Waits until PostgreSQL is idle (at most one 10 ms tick of CPU in 300 ms, or 10 s at most): what
  * the server before left it to do (autovacuum of the rows it wrote, the WAL writer, checkpoints)
  * then falls in no other server's phase.
  */
 async function settle(): Promise<void> {
   const until = performance.now() + 10_000;
-  let last = await postgresCpuMs();
+  let last = postgresCpuMs();
   while (performance.now() < until) {
     await Bun.sleep(300);
-    const now = await postgresCpuMs();
+    const now = postgresCpuMs();
     if (now - last <= TICK_MS) return;
     last = now;
   }
@@ -154,7 +140,7 @@ interface LoadRun {
 async function load(t: Target, n: number, concurrency: number): Promise<LoadRun> {
   const lat: number[] = [];
   const cpu0 = await cpuMs(t.pid);
-  const db0 = await postgresCpuMs();
+  const db0 = postgresCpuMs();
   let next = 0;
   let failed = 0;
   const started = performance.now();
@@ -171,7 +157,7 @@ async function load(t: Target, n: number, concurrency: number): Promise<LoadRun>
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { lat, seconds, n, failed, cpuMs: (await cpuMs(t.pid)) - cpu0, dbCpuMs: (await postgresCpuMs()) - db0 };
+  return { lat, seconds, n, failed, cpuMs: (await cpuMs(t.pid)) - cpu0, dbCpuMs: postgresCpuMs() - db0 };
 }
 
 /** A server's rounds as one result: latency percentiles over every request, req/s and CPU over the whole. */
