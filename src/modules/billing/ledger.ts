@@ -60,13 +60,16 @@ const APPLY_NOTIFY = applySql(true);
  * (a replayed reference inserts nothing); each wallet then moves once by the sum of its newly
  * inserted entries, upserted in user-id order so concurrent writers lock wallets in the same order.
  * Answers one row per moved wallet, with how many entries were inserted and what the new ones spent.
+ * The entries' keys are one letter each: PostgreSQL's JSON reader goes through every byte, and the
+ * column names cost it 0.45 µs per entry (a 160-entry batch).
  * `replay` false: a plain insert, for entries never written before (a reference that exists fails
  * the statement with a unique violation); ON CONFLICT's speculative insertion costs PostgreSQL
  * about a fifth more per row (1.8 µs of 10 here), and only a replay can meet a reference.
  */
 const usageManySql = (notify: boolean, replay: boolean) => `
   with entry as (
-    select * from json_to_recordset($1::text::json) as x(id text, user_id text, amount_micros bigint, description text, reference text)
+    select i as id, u as user_id, a as amount_micros, d as description, r as reference
+    from json_to_recordset($1::text::json) as x(i text, u text, a bigint, d text, r text)
   ), ins as (
     insert into wallet_transactions (id, user_id, type, amount_micros, currency, description, reference, created_at)
     select id, user_id, 'usage', amount_micros, $2, description, reference, $3::timestamptz from entry
@@ -167,7 +170,7 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
     const announceAfter = on === database.db;
     const quiet = announceAfter || opts.announcedByCaller === true;
     const json = JSON.stringify(
-      entries.map((e) => ({ id: newId('txn'), user_id: e.userId, amount_micros: String(-e.amountMicros), description: e.description, reference: e.reference })),
+      entries.map((e) => ({ i: newId('txn'), u: e.userId, a: String(-e.amountMicros), d: e.description, r: e.reference })),
     );
     const rows = await database.prepared<{ user_id: string; balance: string; inserted: number; spent: string }>(
       USAGE_MANY[quiet ? 'quiet' : 'notify'][opts.firstTry ? 'firstTry' : 'replay'],
