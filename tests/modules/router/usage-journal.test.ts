@@ -77,7 +77,8 @@ for (const kind of DB_KINDS) {
                 cost_usd_micros::text as cost_usd, tokens_counted, latency_ms, status, streamed, aborted, request_id
               from router_usage order by id`,
         );
-        expect(rows.map((r) => ({ ...r, created_at: new Date(r.created_at as string).toISOString() }))).toEqual([
+        const asStored: Array<Record<string, unknown>> = rows.map((r) => ({ ...r, created_at: new Date(r.created_at as string).toISOString() }));
+        expect(asStored).toEqual([
           {
             id: columnsLine.id,
             created_at: columnsLine.created_at,
