@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, newIdempotencyKey } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
+import { Alert, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 
 interface Summary {
   balance: number;
@@ -123,12 +123,7 @@ function PendingPayment({ payment, onCredited }: { payment: Payment; onCredited:
 
   if (current.status === 'paid')
     return <Status>{t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}</Status>;
-  if (current.status !== 'pending')
-    return (
-      <p class="error" role="alert">
-        {t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}
-      </p>
-    );
+  if (current.status !== 'pending') return <Alert>{t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}</Alert>;
   return (
     <div class="pending">
       {payment.redirect_url && (
