@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listenOptions } from '../src/platform/http/listen';
-import { postgresCpuMs } from './support/postgres-cpu';
+import { postgresCpuMs } from './support/process-cpu';
 
 const SECONDS = Number(process.env.SECONDS ?? 3);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);

@@ -9,7 +9,7 @@
 import { insertDownloadsSql, type PendingDownload } from '../src/modules/registry/registry.service';
 import { newId } from '../src/platform/ids';
 import { createTestContext } from '../tests/support/app';
-import { postgresCpuMs } from './support/postgres-cpu';
+import { postgresCpuMs } from './support/process-cpu';
 
 const BATCHES = Number(process.env.BATCHES ?? 80);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);

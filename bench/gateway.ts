@@ -33,7 +33,7 @@ import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
-import { postgresCpuMs } from './support/postgres-cpu';
+import { postgresCpuMs, processCpuMs, TICK_MS } from './support/process-cpu';
 
 const N1 = Number(process.env.N1 ?? 2000);
 const N64 = Number(process.env.N64 ?? 20000);
@@ -56,7 +56,6 @@ const SERIAL_STREAMS = Number(process.env.SERIAL_STREAMS ?? 50);
 const PREFILL_MS = 20;
 /** TARGETS=cpd,cpd-async runs only those (direct and bare always run: the baselines). */
 const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
-const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks of 10 ms (USER_HZ 100)
 const root = join(import.meta.dir, '..');
 const children: Array<ReturnType<typeof Bun.spawn>> = [];
 /** The run's database, dropped at the end (each run wrote ~100 000 usage rows into a database it left behind). */
@@ -98,17 +97,6 @@ interface Target {
   pid: number;
 }
 
-/** User + system CPU time so far, in ms, from a /proc/<pid>/stat line. */
-function cpuMsOf(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-}
-
-/** User + system CPU time of a process so far, in ms. */
-async function cpuMs(pid: number): Promise<number> {
-  return cpuMsOf(await Bun.file(`/proc/${pid}/stat`).text());
-}
-
 /**
  * Waits until PostgreSQL is idle (at most one 10 ms tick of CPU in 300 ms, or 10 s at most): what
  * the server before left it to do (autovacuum of the rows it wrote, the WAL writer, checkpoints)
@@ -139,7 +127,7 @@ interface LoadRun {
 
 async function load(t: Target, n: number, concurrency: number): Promise<LoadRun> {
   const lat: number[] = [];
-  const cpu0 = await cpuMs(t.pid);
+  const cpu0 = processCpuMs(t.pid);
   const db0 = postgresCpuMs();
   let next = 0;
   let failed = 0;
@@ -157,7 +145,7 @@ async function load(t: Target, n: number, concurrency: number): Promise<LoadRun>
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { lat, seconds, n, failed, cpuMs: (await cpuMs(t.pid)) - cpu0, dbCpuMs: postgresCpuMs() - db0 };
+  return { lat, seconds, n, failed, cpuMs: processCpuMs(t.pid) - cpu0, dbCpuMs: postgresCpuMs() - db0 };
 }
 
 /** A server's rounds as one result: latency percentiles over every request, req/s and CPU over the whole. */
@@ -220,7 +208,7 @@ async function oneStream(t: Target, body = streamBody) {
 async function sse(t: Target, count: number, concurrency: number, body = streamBody) {
   await oneStream(t, body);
   const results: Array<Awaited<ReturnType<typeof oneStream>>> = [];
-  const cpu0 = await cpuMs(t.pid);
+  const cpu0 = processCpuMs(t.pid);
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -230,7 +218,7 @@ async function sse(t: Target, count: number, concurrency: number, body = streamB
       }
     }),
   );
-  const cpuPerStream = ((await cpuMs(t.pid)) - cpu0) / count;
+  const cpuPerStream = (processCpuMs(t.pid) - cpu0) / count;
   const ttfb = results.map((r) => r.ttfb).filter((x) => !Number.isNaN(x));
   const gaps = results.flatMap((r) => r.gaps);
   return { ttfb50: pct(ttfb, 50), ttfb99: pct(ttfb, 99), gap50: pct(gaps, 50), gap99: pct(gaps, 99), stalled: results.filter((r) => r.stalled).length, cpuPerStream };
