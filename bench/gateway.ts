@@ -33,6 +33,7 @@ import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
+import { onInterrupt } from './support/interrupt';
 import { postgresCpuMs, processCpuMs, TICK_MS } from './support/process-cpu';
 
 const N1 = Number(process.env.N1 ?? 2000);
@@ -358,11 +359,16 @@ async function main() {
   await check.close();
 }
 
-try {
-  await main();
-} finally {
+/** Stops every process the run started and drops its database (at the end, or when interrupted). */
+async function cleanup() {
   for (const c of children) c.kill();
   await Promise.all(children.map((c) => c.exited));
   await made.db?.drop();
+}
+onInterrupt(cleanup);
+try {
+  await main();
+} finally {
+  await cleanup();
 }
 process.exit(0);

@@ -33,9 +33,10 @@ import { sql } from 'drizzle-orm';
 import { buildApp } from '../src/app';
 import { createTestContext } from '../tests/support/app';
 import { baseEnv, ensureBuilt } from '../tests/support/binary';
-import { createTestDatabase } from '../tests/support/db';
+import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
+import { onInterrupt } from './support/interrupt';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
@@ -45,6 +46,8 @@ const HEAP = process.env.SOAK_HEAP === '1';
 const JOURNAL = process.env.USAGE_JOURNAL === 'on';
 const root = join(import.meta.dir, '..');
 const children: Array<ReturnType<typeof Bun.spawn>> = [];
+/** What the run made and removes at its end, set once made (so an interrupted run removes them too). */
+const made: { db?: TestDatabase; cwd?: string } = {};
 
 /** The process's resident set in bytes, from the kernel's own accounting. */
 function rssOf(pid: number): number {
@@ -80,6 +83,7 @@ async function main() {
 
   // The key and the wallet, written through cpd's own services into a fresh PostgreSQL database.
   const testDb = await createTestDatabase('postgres');
+  made.db = testDb;
   const tc = await createTestContext('postgres', { LOG_LEVEL: 'warn' }, { testDb });
   const { services } = await buildApp(tc.ctx);
   await services.pricing.setModelPrices([{ slug: 'bench', unit: 'per_million_tokens', price: 0.5 }]);
@@ -89,6 +93,7 @@ async function main() {
   await tc.close();
 
   const cwd = mkdtempSync(join(tmpdir(), 'cpd-bench-soak-'));
+  made.cwd = cwd;
   const port = await freePort();
   const command = HEAP ? [process.execPath, '--preload', join(root, 'bench/support/heap-probe.ts'), join(root, 'src/main.ts'), 'serve'] : [binary, 'serve'];
   const cpd = Bun.spawn(command, {
@@ -163,7 +168,9 @@ async function main() {
   const journalAfterStop = journalFiles();
   const [usage] = await testDb.database.query<{ n: number }>(sql`select count(*)::int as n from router_usage`);
   rmSync(cwd, { recursive: true, force: true });
+  made.cwd = undefined;
   await testDb.drop();
+  made.db = undefined;
 
   const after = samples.filter((s) => s.x * 60 >= WARMUP);
   const troughs = minuteTroughs(after);
@@ -226,9 +233,17 @@ function mb(bytes: number): string {
   return `${(bytes / 2 ** 20).toFixed(1)} MB`;
 }
 
+/** Stops every process the run started, and removes its database and directory if it did not get to. */
+async function cleanup() {
+  for (const c of children) c.kill();
+  await Promise.all(children.map((c) => c.exited));
+  if (made.cwd) rmSync(made.cwd, { recursive: true, force: true });
+  await made.db?.drop();
+}
+onInterrupt(cleanup);
 try {
   await main();
 } finally {
-  for (const c of children) c.kill();
+  await cleanup();
 }
 process.exit(0);
