@@ -33,7 +33,7 @@ import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
-import { onInterrupt } from './support/interrupt';
+import { runBench } from './support/interrupt';
 import { postgresCpuMs, processCpuMs, TICK_MS } from './support/process-cpu';
 
 const N1 = Number(process.env.N1 ?? 2000);
@@ -365,10 +365,4 @@ async function cleanup() {
   await Promise.all(children.map((c) => c.exited));
   await made.db?.drop();
 }
-onInterrupt(cleanup);
-try {
-  await main();
-} finally {
-  await cleanup();
-}
-process.exit(0);
+await runBench(main, cleanup);

@@ -36,12 +36,19 @@ import { baseEnv, ensureBuilt } from '../tests/support/binary';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
-import { onInterrupt } from './support/interrupt';
+import { runBench } from './support/interrupt';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
 const SAMPLE = Number(process.env.SAMPLE_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
+// The verdict compares minute troughs after warm-up (the first with the last, and their slope):
+// a run too short to hold two of them is refused before it starts, not after it ran.
+if (SECONDS < WARMUP + 120) {
+  const least = process.env.WARMUP_SECONDS ? `${WARMUP + 120} s` : '150 s (the default warm-up is a fifth of the run, at most 60 s)';
+  console.error(`soak: SOAK_SECONDS=${SECONDS} leaves less than two whole minutes after its ${WARMUP} s warm-up; it needs at least ${least}`);
+  process.exit(2);
+}
 const HEAP = process.env.SOAK_HEAP === '1';
 const JOURNAL = process.env.USAGE_JOURNAL === 'on';
 const root = join(import.meta.dir, '..');
@@ -240,10 +247,4 @@ async function cleanup() {
   if (made.cwd) rmSync(made.cwd, { recursive: true, force: true });
   await made.db?.drop();
 }
-onInterrupt(cleanup);
-try {
-  await main();
-} finally {
-  await cleanup();
-}
-process.exit(0);
+await runBench(main, cleanup);
