@@ -32,6 +32,38 @@ export interface TestDatabase {
 
 let templateReady: Promise<string> | null = null;
 
+/**
+ * A test database's name: its kind, when it was made (milliseconds, base 36) and random hex. The
+ * time lets a later run tell a database an interrupted run left behind from one in use.
+ */
+const databaseName = (kind: 'test' | 'empty') => `cpd_${kind}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+const NAMED_WITH_TIME = /^cpd_(?:test|empty)_([0-9a-z]+)_[0-9a-f]+$/;
+/** Older than this (by the time in its name) and with nobody connected, a test database is left over. */
+const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * Drops the test databases that interrupted runs left behind: Ctrl-C or a killed `bun test` skips
+ * every drop, and each database is a copy of the template (~8 MB), a hundred or so per run. Only
+ * databases whose name carries a time over STALE_AFTER_MS ago and that nobody is connected to; a
+ * drop that meets a connection made since is skipped. Answers the names dropped.
+ */
+export async function sweepStaleDatabases(admin: postgres.Sql, now = Date.now()): Promise<string[]> {
+  const rows = await admin<Array<{ datname: string }>>`
+    select datname from pg_database d
+    where (datname like 'cpd\_test\_%' or datname like 'cpd\_empty\_%')
+      and not exists (select 1 from pg_stat_activity a where a.datname = d.datname)`;
+  const dropped: string[] = [];
+  for (const { datname } of rows) {
+    const madeAt = NAMED_WITH_TIME.exec(datname)?.[1];
+    if (!madeAt || now - Number.parseInt(madeAt, 36) < STALE_AFTER_MS) continue;
+    try {
+      await admin.unsafe(`drop database "${datname}"`);
+      dropped.push(datname);
+    } catch {}
+  }
+  return dropped;
+}
+
 async function ensureTemplate(): Promise<string> {
   const name = `cpd_tpl_${migrationsHash}`;
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
@@ -48,6 +80,8 @@ async function ensureTemplate(): Promise<string> {
       await admin.unsafe(`alter database "${building}" rename to "${name}"`);
       await admin.unsafe(`alter database "${name}" is_template true`);
     }
+    // Once per test process: what earlier, interrupted runs left behind.
+    await sweepStaleDatabases(admin).catch((err) => console.warn('could not sweep stale test databases:', err));
     await admin`select pg_advisory_unlock(7353001)`;
   } finally {
     await admin.end();
@@ -58,7 +92,7 @@ async function ensureTemplate(): Promise<string> {
 async function createPostgres(): Promise<TestDatabase> {
   templateReady ??= ensureTemplate();
   const template = await templateReady;
-  const name = `cpd_test_${randomBytes(6).toString('hex')}`;
+  const name = databaseName('test');
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
   for (let attempt = 0; ; attempt++) {
     try {
@@ -111,7 +145,7 @@ async function createPglite(): Promise<TestDatabase> {
 
 /** A new, empty PostgreSQL database (no migrations applied): for migration and binary tests. */
 export async function createEmptyPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `cpd_empty_${randomBytes(6).toString('hex')}`;
+  const name = databaseName('empty');
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database "${name}"`);
   await admin.end();
