@@ -33,7 +33,7 @@ import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
-import { runBench } from './support/interrupt';
+import { runBench, spawnLine, track } from './support/lifecycle';
 import { postgresCpuMs, processCpuMs, TICK_MS } from './support/process-cpu';
 
 const N1 = Number(process.env.N1 ?? 2000);
@@ -58,7 +58,6 @@ const PREFILL_MS = 20;
 /** TARGETS=cpd,cpd-async runs only those (direct and bare always run: the baselines). */
 const only = process.env.TARGETS ? new Set(['direct', 'bare', ...process.env.TARGETS.split(',')]) : null;
 const root = join(import.meta.dir, '..');
-const children: Array<ReturnType<typeof Bun.spawn>> = [];
 /** The run's database, dropped at the end (each run wrote ~100 000 usage rows into a database it left behind). */
 const made: { db?: TestDatabase } = {};
 
@@ -67,15 +66,6 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
 };
 const f2 = (x: number) => x.toFixed(3);
-
-async function spawnLine(cmd: string[], env: Record<string, string> = {}): Promise<{ line: string; pid: number }> {
-  const proc = Bun.spawn(cmd, { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' });
-  children.push(proc);
-  const reader = proc.stdout.getReader();
-  const { value } = await reader.read();
-  reader.releaseLock();
-  return { line: new TextDecoder().decode(value).trim().split('\n')[0]!, pid: proc.pid };
-}
 
 async function waitHttp(url: string, init: RequestInit = {}) {
   const deadline = Date.now() + 30_000;
@@ -226,8 +216,8 @@ async function sse(t: Target, count: number, concurrency: number, body = streamB
 }
 
 async function main() {
-  const { line: upstream, pid: upstreamPid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream', String(PREFILL_MS)]);
-  const { line: bare, pid: barePid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream]);
+  const { line: upstream, pid: upstreamPid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream', String(PREFILL_MS)], { cwd: root });
+  const { line: bare, pid: barePid } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'bare', upstream], { cwd: root });
 
   // cpd's data, written through its own services into a fresh PostgreSQL database.
   const testDb = await createTestDatabase('postgres');
@@ -260,8 +250,7 @@ async function main() {
   /** One `cpd serve` with `env` over cpdEnv, on its own port (all on one database and DATA_DIR). */
   async function startCpd(env: Record<string, string>, flags: string[] = []): Promise<{ url: string; pid: number; proc: Bun.Subprocess }> {
     const port = await freePort();
-    const proc = Bun.spawn([process.execPath, ...flags, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv, ...env, PORT: String(port) }, stdout: 'ignore', stderr: 'inherit' });
-    children.push(proc);
+    const proc = track(Bun.spawn([process.execPath, ...flags, 'src/main.ts', 'serve'], { cwd: root, env: { ...process.env, ...cpdEnv, ...env, PORT: String(port) }, stdout: 'ignore', stderr: 'inherit' }));
     await waitHttp(`http://127.0.0.1:${port}/healthz`);
     return { url: `http://127.0.0.1:${port}/v1`, pid: proc.pid, proc };
   }
@@ -273,8 +262,7 @@ async function main() {
   const cpd = cpdProcs.cpd.url;
 
   const portkeyPort = await freePort();
-  const portkeyProc = Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' });
-  children.push(portkeyProc);
+  const portkeyProc = track(Bun.spawn([process.execPath, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${portkeyPort}`, '--headless'], { cwd: root, stdout: 'ignore', stderr: 'ignore' }));
   const portkey = `http://127.0.0.1:${portkeyPort}/v1`;
   const portkeyHeaders = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream };
   await waitHttp(`${portkey}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...portkeyHeaders }, body });
@@ -359,10 +347,7 @@ async function main() {
   await check.close();
 }
 
-/** Stops every process the run started and drops its database (at the end, or when interrupted). */
-async function cleanup() {
-  for (const c of children) c.kill();
-  await Promise.all(children.map((c) => c.exited));
+// Its processes stopped, the run's database is dropped (at the end, or when interrupted).
+await runBench(main, async () => {
   await made.db?.drop();
-}
-await runBench(main, cleanup);
+});

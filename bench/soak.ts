@@ -36,7 +36,7 @@ import { baseEnv, ensureBuilt } from '../tests/support/binary';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
-import { runBench } from './support/interrupt';
+import { runBench, spawnLine, track } from './support/lifecycle';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const WARMUP = Number(process.env.WARMUP_SECONDS ?? Math.min(60, SECONDS / 5));
@@ -52,8 +52,7 @@ if (SECONDS < WARMUP + 120) {
 const HEAP = process.env.SOAK_HEAP === '1';
 const JOURNAL = process.env.USAGE_JOURNAL === 'on';
 const root = join(import.meta.dir, '..');
-const children: Array<ReturnType<typeof Bun.spawn>> = [];
-/** What the run made and removes at its end, set once made (so an interrupted run removes them too). */
+/** What the run made, removed at its end or when it is interrupted. */
 const made: { db?: TestDatabase; cwd?: string } = {};
 
 /** The process's resident set in bytes, from the kernel's own accounting. */
@@ -75,18 +74,9 @@ function slope(points: Array<{ x: number; y: number }>): { slope: number; error:
   return { slope: b, error };
 }
 
-async function spawnLine(cmd: string[]): Promise<string> {
-  const proc = Bun.spawn(cmd, { cwd: root, stdout: 'pipe', stderr: 'inherit' });
-  children.push(proc);
-  const reader = proc.stdout.getReader();
-  const { value } = await reader.read();
-  reader.releaseLock();
-  return new TextDecoder().decode(value).trim().split('\n')[0]!;
-}
-
 async function main() {
   const binary = await ensureBuilt();
-  const upstream = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream']);
+  const { line: upstream } = await spawnLine([process.execPath, 'bench/support/gateway-peer.ts', 'upstream'], { cwd: root });
 
   // The key and the wallet, written through cpd's own services into a fresh PostgreSQL database.
   const testDb = await createTestDatabase('postgres');
@@ -103,24 +93,25 @@ async function main() {
   made.cwd = cwd;
   const port = await freePort();
   const command = HEAP ? [process.execPath, '--preload', join(root, 'bench/support/heap-probe.ts'), join(root, 'src/main.ts'), 'serve'] : [binary, 'serve'];
-  const cpd = Bun.spawn(command, {
-    cwd,
-    env: {
-      ...baseEnv(),
-      HEAP_PROBE_DIR: cwd,
-      DATABASE_URL: testDb.url!,
-      DATA_DIR: join(cwd, 'data'),
-      MODEL_BACKENDS: `bench=${upstream}`,
-      RATE_LIMITS: 'gateway=100000000/1s',
-      LOG_LEVEL: 'warn',
-      SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
-      PORT: String(port),
-      USAGE_JOURNAL: JOURNAL ? 'on' : 'off',
-    },
-    stdout: 'ignore',
-    stderr: 'inherit',
-  });
-  children.push(cpd);
+  const cpd = track(
+    Bun.spawn(command, {
+      cwd,
+      env: {
+        ...baseEnv(),
+        HEAP_PROBE_DIR: cwd,
+        DATABASE_URL: testDb.url!,
+        DATA_DIR: join(cwd, 'data'),
+        MODEL_BACKENDS: `bench=${upstream}`,
+        RATE_LIMITS: 'gateway=100000000/1s',
+        LOG_LEVEL: 'warn',
+        SECRET_KEY: 'bench-secret-key-0123456789abcdef0123456789',
+        PORT: String(port),
+        USAGE_JOURNAL: JOURNAL ? 'on' : 'off',
+      },
+      stdout: 'ignore',
+      stderr: 'inherit',
+    }),
+  );
   const deadline = Date.now() + 60_000;
   while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
     if (cpd.exitCode !== null || Date.now() > deadline) throw new Error('cpd did not come up');
@@ -174,10 +165,6 @@ async function main() {
   const code = await cpd.exited;
   const journalAfterStop = journalFiles();
   const [usage] = await testDb.database.query<{ n: number }>(sql`select count(*)::int as n from router_usage`);
-  rmSync(cwd, { recursive: true, force: true });
-  made.cwd = undefined;
-  await testDb.drop();
-  made.db = undefined;
 
   const after = samples.filter((s) => s.x * 60 >= WARMUP);
   const troughs = minuteTroughs(after);
@@ -240,11 +227,8 @@ function mb(bytes: number): string {
   return `${(bytes / 2 ** 20).toFixed(1)} MB`;
 }
 
-/** Stops every process the run started, and removes its database and directory if it did not get to. */
-async function cleanup() {
-  for (const c of children) c.kill();
-  await Promise.all(children.map((c) => c.exited));
+// Its processes stopped, the run's directory and database are removed (at the end, or when interrupted).
+await runBench(main, async () => {
   if (made.cwd) rmSync(made.cwd, { recursive: true, force: true });
   await made.db?.drop();
-}
-await runBench(main, cleanup);
+});
