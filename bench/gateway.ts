@@ -33,6 +33,7 @@ import { createTestContext } from '../tests/support/app';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
+import { waitFor } from '../tests/support/wait';
 import { runBench, spawnLine, track } from './support/lifecycle';
 import { postgresCpuMs, processCpuMs, TICK_MS } from './support/process-cpu';
 
@@ -67,17 +68,14 @@ const pct = (xs: number[], p: number) => {
 };
 const f2 = (x: number) => x.toFixed(3);
 
+/** Until `url` answers below 500 (a server coming up), with the tests' one polling helper. */
 async function waitHttp(url: string, init: RequestInit = {}) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const r = await fetch(url, init);
-      await r.arrayBuffer();
-      if (r.status < 500) return;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${url} did not come up`);
-    await Bun.sleep(100);
-  }
+  const answers = async () => {
+    const r = await fetch(url, init);
+    await r.arrayBuffer();
+    return r.status < 500;
+  };
+  await waitFor(() => answers().catch(() => false), `${url} to come up`);
 }
 
 interface Target {

@@ -36,6 +36,7 @@ import { baseEnv, ensureBuilt } from '../tests/support/binary';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { makeApiKey } from '../tests/support/make';
 import { freePort } from '../tests/support/ports';
+import { waitFor } from '../tests/support/wait';
 import { runBench, spawnLine, track } from './support/lifecycle';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
@@ -112,11 +113,9 @@ async function main() {
       stderr: 'inherit',
     }),
   );
-  const deadline = Date.now() + 60_000;
-  while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
-    if (cpd.exitCode !== null || Date.now() > deadline) throw new Error('cpd did not come up');
-    await Bun.sleep(50);
-  }
+  const healthy = () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+  await waitFor(async () => cpd.exitCode !== null || (await healthy()), 'cpd to come up', { timeoutMs: 60_000 });
+  if (cpd.exitCode !== null) throw new Error(`cpd did not come up (exit ${cpd.exitCode})`);
   const url = `http://127.0.0.1:${port}/v1/chat/completions`;
 
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
