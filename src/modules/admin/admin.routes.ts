@@ -63,6 +63,18 @@ export const adminRoutes = ({ auth, admin }: { auth: ReturnType<typeof authPlugi
       response: { 200: s.AdminPayment },
       detail: { summary: 'Ask the provider about a payment now and settle it (credits once if paid)' },
     })
+    .post(
+      '/api/admin/payments/:id/refund',
+      ({ caller, params, body, headers }) => admin.refundPayment(actorOf(caller), params.id, body, headers['idempotency-key']),
+      {
+        auth: ['admin'],
+        params: s.IdParams,
+        body: s.RefundBody,
+        headers: s.IdempotencyHeaders,
+        response: { 200: s.AdminPaymentAnswer },
+        detail: { summary: 'Refund a paid payment through its provider (Idempotency-Key); the wallet is debited by the amount' },
+      },
+    )
     .get('/api/admin/audit', ({ query }) => admin.listAudit({ ...query, limit: query.limit ?? 50 }), {
       auth: ['admin'],
       query: s.AuditQuery,

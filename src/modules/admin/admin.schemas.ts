@@ -24,6 +24,11 @@ export const AdjustmentBody = t.Object({
   reason: t.String({ minLength: 1, maxLength: 500 }),
   allow_negative: t.Optional(t.Boolean()),
 });
+export const RefundBody = t.Object({
+  amount: t.Optional(t.Number({ exclusiveMinimum: 0, description: 'major units, at most 6 decimals (whole cents with a live provider); absent: what remains unrefunded' })),
+  reason: t.String({ minLength: 1, maxLength: 500 }),
+  allow_negative: t.Optional(t.Boolean({ description: "allow the refund to take the wallet's balance below zero (money already spent)" })),
+});
 export const IdempotencyHeaders = t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255 })) });
 
 const AdminUser = {
@@ -60,9 +65,23 @@ const AdminPayment = t.Object({
   paid_at: t.Union([t.String(), t.Null()]),
   provider_ref: t.Union([t.String(), t.Null()]),
   failure: t.Union([t.String(), t.Null()]),
+  refunded_amount: t.Number({ description: 'what refunds and disputes hold back of the payment (it stays paid)' }),
+  refunds: t.Array(
+    t.Object({
+      id: t.String(),
+      kind: t.String({ description: 'refund | dispute' }),
+      source: t.String({ description: 'admin (asked for through cpd) | provider (started at the provider)' }),
+      amount: t.Number(),
+      status: t.String({ description: 'refunds: pending, succeeded, failed; disputes: open, won, lost' }),
+      reason: t.Union([t.String(), t.Null()]),
+      provider_refund_id: t.Union([t.String(), t.Null()]),
+      created_at: t.String(),
+    }),
+  ),
 });
 export const AdminPaymentList = t.Object({ payments: t.Array(AdminPayment), next_cursor: t.Union([t.String(), t.Null()]) });
 export { AdminPayment };
+export const AdminPaymentAnswer = t.Object({ payment: AdminPayment });
 
 export const AuditList = t.Object({
   entries: t.Array(

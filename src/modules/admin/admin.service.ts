@@ -1,6 +1,6 @@
 /**
  * Operating the platform: the admin use cases that cross modules (an account with its balance, an
- * adjustment with its audit entry, a payment with its payer's email). Each write appends its audit
+ * adjustment or a refund with its audit entry, a payment with its payer's email). Each write appends its audit
  * entry; the money writes do so in the same database transaction. The shell commands use the same
  * functions with the actor 'cli'.
  */
@@ -18,6 +18,13 @@ export interface AdminDeps {
 
 export interface AdjustmentRequest {
   amount: number;
+  reason: string;
+  allow_negative?: boolean;
+}
+
+export interface RefundRequest {
+  /** Absent: what remains unrefunded. */
+  amount?: number;
   reason: string;
   allow_negative?: boolean;
 }
@@ -83,17 +90,50 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit }
     return { payments: page.payments.map((p) => ({ ...p, email: emails.get(p.user_id) ?? null })), next_cursor: page.next_cursor };
   }
 
-  /** Asks the provider now and settles (a paid report credits once); answers the payment. */
+  /**
+   * Asks the provider now and settles (a paid report credits once), and asks about the payment's
+   * admin refunds still pending there; answers the payment.
+   */
   async function reconcilePayment(actor: AuditActor, id: string) {
     const before = await billing.payments.requireAny(id);
     await billing.reconcilePayment(id);
+    await billing.refunds.settlePending({ paymentId: id, force: true });
     const after = await billing.payments.requireAny(id);
     await audit.record({ actor, action: 'payment.reconcile', target: id, details: { user_id: after.user_id, from: before.status, to: after.status } });
-    const emails = await accounts.emailsOf([after.user_id]);
-    return { ...after, email: emails.get(after.user_id) ?? null };
+    return withEmail(after);
   }
 
-  return { listUsers, getUser, updateUser, setPassword, adjust, listPayments, reconcilePayment, listAudit: audit.list };
+  /**
+   * Refunds a paid payment through its provider (sandbox: at once); the refund, its debit and its
+   * audit entry commit together (a replay of the same Idempotency-Key records nothing). Answers
+   * {payment}.
+   */
+  async function refundPayment(actor: AuditActor, id: string, body: RefundRequest, idempotencyKey?: string) {
+    await billing.refunds.refund(
+      id,
+      { amount: body.amount, reason: body.reason, allowNegative: body.allow_negative, idempotencyKey },
+      {
+        onCreated: (tx, refund) =>
+          audit.record(
+            {
+              actor,
+              action: 'payment.refund',
+              target: id,
+              details: { user_id: refund.userId, refund_id: refund.id, amount: toMajor(refund.amountMicros), currency, reason: body.reason, allow_negative: body.allow_negative ?? false },
+            },
+            tx,
+          ),
+      },
+    );
+    return { payment: await withEmail(await billing.payments.requireAny(id)) };
+  }
+
+  async function withEmail<T extends { user_id: string }>(payment: T) {
+    const emails = await accounts.emailsOf([payment.user_id]);
+    return { ...payment, email: emails.get(payment.user_id) ?? null };
+  }
+
+  return { listUsers, getUser, updateUser, setPassword, adjust, listPayments, reconcilePayment, refundPayment, listAudit: audit.list };
 }
 
 export type AdminService = ReturnType<typeof createAdminService>;

@@ -33,7 +33,8 @@ function adjustmentMicros(amount: number): bigint {
   return m[1] ? -magnitude : magnitude;
 }
 
-function checkReason(reason: string): string {
+/** A reason of 1 to 500 characters, not only spaces (adjustments and refunds); 400 otherwise. */
+export function checkReason(reason: string): string {
   const trimmed = reason.trim();
   if (trimmed.length < 1 || reason.length > 500) throw new AppError('invalid', 'reason must be 1 to 500 characters');
   return reason;

@@ -52,7 +52,7 @@ const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService
     });
 
 export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
-  const { ledger, payments, invoices, sandbox } = billing;
+  const { ledger, payments, notifications, invoices, sandbox } = billing;
   const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
     .use(auth)
     .get('/api/billing/wallet', ({ caller }) => ledger.wallet(caller.userId), { auth: ['session'], detail: { summary: 'Wallet balance' } })
@@ -81,7 +81,7 @@ export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
       detail: { summary: 'One top-up (polling reconciles it with the provider)' },
     })
     .get('/api/payments/providers', () => payments.providerList(), { detail: { summary: 'Enabled payment providers' } })
-    .post('/api/payments/webhooks/:provider', async ({ params, request }) => payments.handleNotification(params.provider, await request.text(), request.headers), {
+    .post('/api/payments/webhooks/:provider', async ({ params, request }) => notifications.handle(params.provider, await request.text(), request.headers), {
       parse: 'none',
       params: s.ProviderParams,
       detail: { summary: 'Provider notifications (signature checked on the raw body)' },

@@ -10,9 +10,11 @@ import { createGrants, type Grant } from './grants';
 import { type AdjustmentInput, createAdjustments } from './adjustments';
 import { createInvoices } from './invoices.service';
 import { createLedger } from './ledger';
+import { createNotifications } from './notifications';
 import { createPayments, type PaymentsOptions } from './payments.service';
 import { createProviders } from './providers';
 import type { PaymentProvider } from './providers/provider';
+import { createRefunds } from './refunds.service';
 import { createSandboxCheckout } from './sandbox.checkout';
 import { startSweeper } from './sweeper';
 import { createWalletSignal } from './wallet-signal';
@@ -44,21 +46,32 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const signal = createWalletSignal(ctx);
   const ledger = createLedger(ctx, signal);
   const grants = createGrants(ctx);
-  const payments = createPayments(ctx, ledger, opts.providers ?? createProviders(ctx), opts);
+  const providers = opts.providers ?? createProviders(ctx);
+  const payments = createPayments(ctx, ledger, providers, opts);
+  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs });
+  const notifications = createNotifications(ctx, providers, payments, refunds);
   const adjustments = createAdjustments(ledger);
   return {
     ledger,
     payments,
-    invoices: createInvoices(ctx, payments),
+    /**
+     * Refunds and disputes: `refund(paymentId, {amount?, reason, allowNegative?, idempotencyKey?},
+     * {onCreated?})` (an admin refund; answers the payment row), `applyReports` (what providers
+     * notify), `settlePending` (pending admin refunds asked about again; the sweeper runs it).
+     */
+    refunds,
+    /** Provider notifications (the webhook route and the sandbox checkout's buttons). */
+    notifications,
+    invoices: createInvoices(ctx, payments, refunds),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
-    sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, payments) : null,
+    sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, notifications) : null,
     /**
      * Asks the payment's provider about it now and settles what it says (credits once if paid,
      * whatever its state); answers the payment row. The admin reconcile endpoint uses it.
      */
     reconcilePayment: (paymentId: string) => payments.reconcilePayment(paymentId),
     /** Expires due payments every intervalMs until shutdown (cpd serve: once a minute). */
-    startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, intervalMs),
+    startSweeper: (intervalMs = 60_000) => startSweeper(ctx, payments, refunds, intervalMs),
 
     /**
      * Records a `usage` debit in the caller's transaction (or on its own when given the db).

@@ -78,6 +78,8 @@ export const payments = pgTable(
     /** What the provider reported as paid when it did not match the order (recorded, never credited). */
     mismatchAmountMicros: micros('mismatch_amount_micros'),
     mismatchCurrency: text('mismatch_currency'),
+    /** What the payment's refunds and disputes hold back (payment_refunds whose money is out); the status stays paid. */
+    refundedAmountMicros: micros('refunded_amount_micros').notNull().default(sql`0`),
     createdAt: ts('created_at').notNull(),
     expiresAt: ts('expires_at').notNull(),
     paidAt: ts('paid_at'),
@@ -93,6 +95,52 @@ export const payments = pgTable(
     // The recheck of failed and expired payments scans only these, by age.
     index('payments_closed_created_idx').on(t.createdAt).where(sql`${t.status} in ('failed', 'expired')`),
     check('payments_status_check', sql`${t.status} in ('pending', 'paid', 'failed', 'expired')`),
+  ],
+);
+
+/**
+ * Refunds and disputes of paid payments, one row each, whoever started them (an admin through
+ * POST /api/admin/payments/{id}/refund, or the provider: a dashboard refund, a chargeback). Every
+ * change of a row happens under its payment's row lock, with the ledger entries it causes: the
+ * debit `refund:<id>` when its money goes out, the credit `refund-reversal:<id>` if it comes back
+ * (a refund the provider refused or that failed, a dispute won). The provider's own id is unique,
+ * so a replayed or reordered notification finds the row it already made.
+ */
+export const paymentRefunds = pgTable(
+  'payment_refunds',
+  {
+    id: text('id').primaryKey(),
+    paymentId: text('payment_id').notNull(),
+    userId: text('user_id').notNull(),
+    provider: text('provider').notNull(),
+    /** refund | dispute */
+    kind: text('kind').notNull(),
+    /** admin (asked for through cpd) | provider (started at the provider) */
+    source: text('source').notNull(),
+    amountMicros: micros('amount_micros').notNull(),
+    /** Refunds: pending → succeeded | failed (succeeded → failed when the provider says so). Disputes: open → won | lost. */
+    status: text('status').notNull(),
+    /** Stripe re_… / dp_…, WeChat Pay refund_id, Alipay `<trade_no>:<out_request_no>`; null until the provider has answered. */
+    providerRefundId: text('provider_refund_id'),
+    reason: text('reason'),
+    /** Why the provider refused or failed it, in its words. */
+    failure: text('failure'),
+    idempotencyKey: text('idempotency_key'),
+    requestHash: text('request_hash'),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    /** Last time the provider was asked about this pending refund (throttles the sweeper). */
+    checkedAt: ts('checked_at'),
+  },
+  (t) => [
+    uniqueIndex('payment_refunds_provider_refund_key').on(t.provider, t.providerRefundId),
+    uniqueIndex('payment_refunds_idempotency_key').on(t.paymentId, t.idempotencyKey),
+    index('payment_refunds_payment_idx').on(t.paymentId, t.createdAt),
+    index('payment_refunds_pending_idx').on(t.createdAt).where(sql`${t.status} = 'pending'`),
+    check('payment_refunds_kind_check', sql`${t.kind} in ('refund', 'dispute')`),
+    check('payment_refunds_source_check', sql`${t.source} in ('admin', 'provider')`),
+    check('payment_refunds_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed', 'open', 'won', 'lost')`),
+    check('payment_refunds_amount_check', sql`${t.amountMicros} > 0`),
   ],
 );
 

@@ -1,6 +1,10 @@
 /** Invoice and receipt documents: small self-contained UTF-8 HTML (no template engine needed). */
 import { escapeHtml } from '../../platform/http/html';
+import { microsToDecimal } from '../../platform/money';
 import { toDecimalString } from './money';
+
+/** "12.30", or every decimal a finer amount has (a sandbox refund may be any micro-unit). */
+const amountText = (micros: bigint) => (micros % 10_000n === 0n ? toDecimalString(micros) : microsToDecimal(micros).replace(/0+$/, ''));
 
 function documentHtml(lang: string, title: string, rows: Array<[string, string]>): string {
   const body = rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n');
@@ -41,6 +45,8 @@ export function invoiceHtml(inv: InvoiceDocument): string {
 
 export interface ReceiptDocument {
   paymentId: string;
+  /** Refunds and disputes that hold money back from the payment, oldest first. */
+  refunds: Array<{ kind: string; amountMicros: bigint; createdAt: Date }>;
   provider: string;
   providerReference: string | null;
   amountMicros: bigint;
@@ -51,12 +57,19 @@ export interface ReceiptDocument {
 }
 
 export function receiptHtml(r: ReceiptDocument): string {
+  const refunded = r.refunds.reduce((sum, x) => sum + x.amountMicros, 0n);
+  const refundRows = r.refunds.map((x): [string, string] => [
+    `${x.kind === 'dispute' ? 'Disputed' : 'Refunded'} ${x.createdAt.toISOString()}`,
+    `${amountText(x.amountMicros)} ${r.currency}`,
+  ]);
   return documentHtml('en', `Receipt for payment ${r.paymentId}`, [
     ['Payment', r.paymentId],
     ['Amount paid', `${toDecimalString(r.amountMicros)} ${r.currency}`],
     ['Paid at', r.paidAt.toISOString()],
     ['Method', 'Card'],
     ['Provider reference', r.providerReference ?? '—'],
+    ...refundRows,
+    ...(refundRows.length ? ([['Net amount', `${amountText(r.amountMicros - refunded)} ${r.currency}`]] as Array<[string, string]>) : []),
     ...(r.email ? ([['Billed to', r.email]] as Array<[string, string]>) : []),
     ['Issued by', r.siteName],
   ]);

@@ -1,6 +1,7 @@
 /**
- * China-site e-invoices (one per paid payment) and international-site card receipts (the routes
- * exist only on their site; on the other they answer 404).
+ * China-site e-invoices (one per paid payment) and international-site card receipts, which list
+ * the payment's refunds and disputes (the routes exist only on their site; on the other they
+ * answer 404).
  */
 import { and, desc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
@@ -10,6 +11,7 @@ import { invoices } from './billing.tables';
 import { htmlAttachment, invoiceHtml, receiptHtml } from './documents';
 import { toMajor } from './money';
 import type { Payments } from './payments.service';
+import type { Refunds } from './refunds.service';
 
 /**
  * A PRC taxpayer id: the 18-character unified social credit code (GB 32100-2015 alphabet: digits
@@ -19,7 +21,7 @@ const TAX_ID = /^(?:[0-9A-HJ-NP-RTUW-Y]{18}|[0-9A-Z]{15}|[0-9A-Z]{17}|[0-9A-Z]{2
 
 type Invoice = typeof invoices.$inferSelect;
 
-export function createInvoices(ctx: AppContext, paymentsService: Payments) {
+export function createInvoices(ctx: AppContext, paymentsService: Payments, refunds: Refunds) {
   const { db } = ctx.database;
   const { config } = ctx;
   const siteName = config.site === 'intl' ? 'cpd International' : 'cpd China';
@@ -77,7 +79,7 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments) {
     const p = await requirePaid(caller.userId, paymentId);
     if (p.provider !== 'card') throw new AppError('not_found', 'receipts exist for card payments only');
     return htmlAttachment(
-      receiptHtml({ ...p, paymentId: p.id, paidAt: p.paidAt!, email: caller.email, siteName }),
+      receiptHtml({ ...p, paymentId: p.id, paidAt: p.paidAt!, email: caller.email, siteName, refunds: await refunds.heldOf(p.id) }),
       `receipt-${p.id}.html`,
     );
   }

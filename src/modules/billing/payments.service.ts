@@ -16,7 +16,8 @@ import { payments } from './billing.tables';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
-import { BadSignatureError, type PaymentProvider, type ProviderReport } from './providers';
+import type { PaymentProvider, ProviderReport } from './providers';
+import { type RefundView, refundViewsOf } from './refunds.service';
 
 export const PAYMENT_TTL_MS = 30 * 60_000;
 export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired'] as const;
@@ -41,8 +42,13 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
-  // cpd_payments_total{provider,status}: payments created (pending) and each move to paid, failed or expired, counted once.
-  const paymentsCounter = new HotCounter('cpd_payments_total', 'Payments created (status pending) and settled (paid, failed, expired), by provider', ['provider', 'status']).register(ctx.metrics);
+  // cpd_payments_total{provider,status}: payments created (pending) and each move to paid, failed or
+  // expired, counted once; refunds.service.ts adds refunded, disputed, refund_failed, dispute_won.
+  const paymentsCounter = new HotCounter(
+    'cpd_payments_total',
+    'Payments created (status pending) and settled (paid, failed, expired); refunds and disputes applied (refunded, disputed) and given back (refund_failed, dispute_won); by provider',
+    ['provider', 'status'],
+  ).register(ctx.metrics);
   const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
   const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
 
@@ -164,7 +170,13 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
       .orderBy(desc(payments.createdAt), desc(payments.id))
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);
-    return { payments: items.map(adminView), next_cursor: nextCursor };
+    return { payments: await adminViews(items), next_cursor: nextCursor };
+  }
+
+  /** Operators' shape of payments, each with its refunds and disputes (one query for them all). */
+  async function adminViews(rows: Payment[]) {
+    const refunds = await refundViewsOf(db, rows.map((p) => p.id));
+    return rows.map((p) => adminView(p, refunds.get(p.id) ?? []));
   }
 
   /** Owner first: another account's payment is the same 404 as a missing one. */
@@ -296,27 +308,6 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return settled;
   }
 
-  /** POST /api/payments/webhooks/{provider}: the signature is checked on the raw body before anything is read. */
-  async function handleNotification(providerId: string, rawBody: string, headers: Headers): Promise<Response> {
-    const provider = providers.get(providerId as PaymentProviderId);
-    if (!provider) throw new AppError('not_found', 'unknown payment provider');
-    try {
-      await provider.verifyNotification(rawBody, headers);
-    } catch (err) {
-      if (!(err instanceof BadSignatureError)) log.warn({ err, provider: providerId }, 'notification verification failed');
-      throw new AppError('invalid', 'notification signature is not valid');
-    }
-    let report: ProviderReport | null;
-    try {
-      report = await provider.parseNotification(rawBody, headers);
-    } catch (err) {
-      log.warn({ err, provider: providerId }, 'signed notification could not be parsed');
-      throw new AppError('invalid', 'notification body is not valid');
-    }
-    if (report) await settle(provider.id, report, 'notification');
-    return provider.acknowledge();
-  }
-
   /** Expires pending payments past expires_at (asking the provider first: a paid one is credited instead). */
   async function sweep(scope: { userId?: string; limit?: number } = {}): Promise<number> {
     const due = await db
@@ -362,10 +353,10 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   async function requireAny(id: string) {
     const p = await reload(id);
     if (!p) throw new AppError('not_found', 'payment not found');
-    return adminView(p);
+    return (await adminViews([p]))[0]!;
   }
 
-  return { create, list, listAll, requireAny, get, requireOwn, settle, handleNotification, sweep, recheckClosed, reconcilePayment, providerList, providers };
+  return { create, list, listAll, requireAny, get, requireOwn, settle, sweep, recheckClosed, reconcilePayment, providerList, providers, count: counted };
 }
 
 export type Payments = ReturnType<typeof createPayments>;
@@ -378,6 +369,8 @@ function baseView(p: Payment) {
     currency: p.currency,
     status: p.status,
     created_at: p.createdAt.toISOString(),
+    /** What refunds and disputes hold back of it; a refunded payment stays paid. */
+    refunded_amount: toMajor(p.refundedAmountMicros),
   };
 }
 
@@ -403,9 +396,9 @@ function failureOf(p: Payment): string | null {
   return null;
 }
 
-/** The user's list shape plus who paid and what the provider said. */
-function adminView(p: Payment) {
-  return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p) };
+/** The user's list shape plus who paid, what the provider said, and the payment's refunds and disputes. */
+function adminView(p: Payment, refunds: RefundView[]) {
+  return { ...listView(p), user_id: p.userId, provider_ref: p.providerReference, failure: failureOf(p), refunds };
 }
 
 function detailView(p: Payment) {

@@ -9,10 +9,10 @@ import { AppError } from '../../platform/errors';
 import { payments } from './billing.tables';
 import { escapeHtml } from '../../platform/http/html';
 import { toDecimalString } from './money';
-import type { Payments } from './payments.service';
+import type { Notifications } from './notifications';
 import { sandboxPagePath, signSandboxNotification } from './providers/sandbox';
 
-export function createSandboxCheckout(ctx: AppContext, paymentsService: Payments) {
+export function createSandboxCheckout(ctx: AppContext, notifications: Notifications) {
   const pageUrl = (id: string) => `${ctx.config.publicUrl}${sandboxPagePath(id)}`;
 
   async function requirePayment(id: string) {
@@ -53,7 +53,7 @@ ${buttons}
       amount: toDecimalString(p.amountMicros),
       currency: p.currency,
     });
-    await paymentsService.handleNotification(p.provider, body, headers);
+    await notifications.handle(p.provider, body, headers);
   }
 
   return { page, qrSvg, decide };

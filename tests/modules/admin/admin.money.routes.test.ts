@@ -173,6 +173,8 @@ for (const kind of DB_KINDS) {
         paid_at: expect.any(String),
         provider_ref: expect.stringMatching(/^sbx_/),
         failure: null,
+        refunded_amount: 0,
+        refunds: [],
       });
       const ids = async (q: string) => (await t.request('GET', `/api/admin/payments?${q}`, { token: admin.token })).body.payments.map((p: { id: string }) => p.id);
       expect(await ids('status=pending')).toEqual([a]);

@@ -180,6 +180,7 @@ for (const kind of DB_KINDS) {
         status: 'pending',
         created_at: expect.any(String),
         paid_at: null,
+        refunded_amount: 0,
       });
       const second = await t.request('GET', `/api/billing/payments?limit=2&cursor=${first.body.next_cursor}`, { token: carol.token });
       expect(second.body.payments.map((p: { id: string }) => p.id)).toEqual([ids[2], ids[1]]);

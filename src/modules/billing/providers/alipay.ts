@@ -1,12 +1,14 @@
 /**
  * app_wallet in live mode: Alipay face-to-face QR payments (alipay.trade.precreate / query /
- * close) on the OpenAPI gateway, RSA2 signatures both ways. Hand-written rather than the
- * `alipay-sdk` package: the protocol is one signed form POST, and the SDK's HTTP stack adds weight
- * to the single binary for nothing we need.
+ * close) on the OpenAPI gateway, RSA2 signatures both ways. Refunds: alipay.trade.refund with our
+ * refund id as out_request_no (Alipay refunds one out_request_no once), confirmed with
+ * alipay.trade.fastpay.refund.query. Hand-written rather than the `alipay-sdk` package: the
+ * protocol is one signed form POST, and the SDK's HTTP stack adds weight to the single binary for
+ * nothing we need.
  */
 import type { Config, PaymentCredentials } from '../../../config';
 import { decimalStringToMicros, toDecimalString } from '../money';
-import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
+import { BadSignatureError, type PaymentProvider, type ProviderReport, type RefundOutcome, RefundRefusedError } from './provider';
 import { chinaTime, rsaSign, rsaVerify } from './rsa';
 import { PROVIDER_NAMES } from './sandbox';
 
@@ -50,6 +52,12 @@ function tradeReport(paymentId: string, r: { trade_status?: string; trade_no?: s
   }
 }
 
+/** Alipay has no refund id of its own: a refund is its trade and the out_request_no it was asked with. */
+const alipayRefundId = (tradeNo: string, outRequestNo: string) => `${tradeNo}:${outRequestNo}`;
+
+/** Alipay allows a refund reason of at most 256 characters. */
+const ALIPAY_REASON_MAX = 256;
+
 export function alipayProvider(creds: AlipayCredentials, config: Config): PaymentProvider {
   async function call(method: string, bizContent: Record<string, string>, extra: Record<string, string> = {}): Promise<Record<string, string>> {
     const { date, time } = chinaTime(new Date());
@@ -79,6 +87,20 @@ export function alipayProvider(creds: AlipayCredentials, config: Config): Paymen
     return JSON.parse(node) as Record<string, string>;
   }
 
+  /**
+   * One refund of a trade, as alipay.trade.fastpay.refund.query answers it: found with its amount
+   * (refund_status REFUND_SUCCESS, or absent, which older merchants get for a success), or null
+   * when Alipay has no such refund.
+   */
+  async function queryRefund(paymentId: string, outRequestNo: string): Promise<(RefundOutcome & { amountMicros: bigint }) | null> {
+    const r = await call('alipay.trade.fastpay.refund.query', { out_trade_no: paymentId, out_request_no: outRequestNo });
+    if (r.code !== '10000') throw new Error(`Alipay refund query failed: ${r.code} ${r.sub_code ?? ''}`);
+    const amountMicros = r.refund_amount ? decimalStringToMicros(r.refund_amount) : null;
+    if (amountMicros === null) return null;
+    const done = (r.refund_status ?? 'REFUND_SUCCESS') === 'REFUND_SUCCESS';
+    return { status: done ? 'succeeded' : 'pending', providerRefundId: alipayRefundId(r.trade_no ?? '', outRequestNo), amountMicros };
+  }
+
   return {
     id: 'app_wallet',
     name: PROVIDER_NAMES.app_wallet,
@@ -99,7 +121,24 @@ export function alipayProvider(creds: AlipayCredentials, config: Config): Paymen
     },
     async parseNotification(rawBody) {
       const params = Object.fromEntries(new URLSearchParams(rawBody));
-      return params.out_trade_no ? tradeReport(params.out_trade_no, params) : null;
+      if (!params.out_trade_no) return null;
+      // A refund's notice names it (out_biz_no) but carries only the trade's total refunded
+      // (refund_fee): the amount of this one refund is asked of Alipay.
+      if (params.out_biz_no && params.refund_fee) {
+        const found = await queryRefund(params.out_trade_no, params.out_biz_no);
+        if (!found) throw new Error(`Alipay notified refund ${params.out_biz_no} that its refund query does not know`);
+        const report = {
+          paymentId: params.out_trade_no,
+          kind: 'refund' as const,
+          providerRefundId: found.providerRefundId!,
+          refundId: params.out_biz_no,
+          amountMicros: found.amountMicros,
+          currency: 'CNY',
+          status: found.status,
+        };
+        return { kind: 'refunds', refunds: [report] };
+      }
+      return { kind: 'payment', report: tradeReport(params.out_trade_no, params) };
     },
     async queryOrder(order) {
       const r = await call('alipay.trade.query', { out_trade_no: order.id });
@@ -114,5 +153,22 @@ export function alipayProvider(creds: AlipayCredentials, config: Config): Paymen
         throw new Error(`Alipay close failed: ${r.code} ${r.sub_code ?? ''}`);
     },
     acknowledge: () => new Response('success', { headers: { 'content-type': 'text/plain; charset=utf-8' } }),
+    async refund(request) {
+      const r = await call('alipay.trade.refund', {
+        out_trade_no: request.paymentId,
+        refund_amount: toDecimalString(request.amountMicros),
+        out_request_no: request.refundId,
+        refund_reason: request.reason.slice(0, ALIPAY_REASON_MAX),
+      });
+      if (r.code === '10000') {
+        // fund_change N: no money moved by this call (a repeat of a refund already made): ask which.
+        if (r.fund_change === 'Y') return { status: 'succeeded', providerRefundId: alipayRefundId(r.trade_no ?? '', request.refundId) };
+        return (await queryRefund(request.paymentId, request.refundId)) ?? { status: 'pending' };
+      }
+      // 40004 is Alipay's refusal (balance, status, amount); 20000 and ACQ.SYSTEM_ERROR: unknown, asked again later.
+      if (r.code === '40004' && r.sub_code !== 'ACQ.SYSTEM_ERROR') throw new RefundRefusedError(`${r.sub_code ?? r.code}: ${r.sub_msg ?? ''}`.trim());
+      throw new Error(`Alipay refund failed: ${r.code} ${r.sub_code ?? ''}`);
+    },
+    queryRefund: (request) => queryRefund(request.paymentId, request.refundId),
   };
 }

@@ -19,4 +19,4 @@ export function createProviders(ctx: AppContext): Map<PaymentProviderId, Payment
   return new Map(config.paymentProviders.map((id) => [id, config.paymentMode === 'live' ? live(id) : sandboxProvider(id, config)] as const));
 }
 
-export { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
+export { BadSignatureError, RefundRefusedError, type PaymentProvider, type ProviderNotice, type ProviderReport, type RefundOutcome, type RefundReport, type RefundRequest } from './provider';

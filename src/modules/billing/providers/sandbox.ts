@@ -1,13 +1,14 @@
 /**
  * The built-in provider of PAYMENT_MODE=sandbox. Its "checkout" is a page of this server whose
  * Pay / Fail buttons make the signed notification a live provider would send (HMAC-SHA256 with
- * SECRET_KEY), which then goes through the same webhook handling as a live notification.
+ * SECRET_KEY), which then goes through the same webhook handling as a live notification. A refund
+ * succeeds at once (no money moves).
  */
 import type { Config, PaymentProviderId } from '../../../config';
 import { hmacHex, safeEqual } from '../../../platform/crypto';
 import { randomBase62 } from '../../../platform/ids';
 import { decimalStringToMicros } from '../money';
-import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
+import { BadSignatureError, type PaymentProvider, type ProviderNotice } from './provider';
 
 export const SANDBOX_SIGNATURE_HEADER = 'x-sandbox-signature';
 
@@ -48,14 +49,17 @@ export function sandboxProvider(id: PaymentProviderId, config: Config): PaymentP
       const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(headers.get(SANDBOX_SIGNATURE_HEADER) ?? '');
       if (!m || !safeEqual(hmacHex(config.secretKey(), `${m[1]}.${rawBody}`), m[2]!)) throw new BadSignatureError('bad sandbox signature');
     },
-    async parseNotification(rawBody): Promise<ProviderReport | null> {
+    async parseNotification(rawBody): Promise<ProviderNotice> {
       const n = JSON.parse(rawBody) as SandboxNotice;
       return {
-        paymentId: n.payment_id,
-        status: n.status,
-        providerReference: n.transaction_id,
-        amountMicros: decimalStringToMicros(n.amount) ?? undefined,
-        currency: n.currency,
+        kind: 'payment',
+        report: {
+          paymentId: n.payment_id,
+          status: n.status,
+          providerReference: n.transaction_id,
+          amountMicros: decimalStringToMicros(n.amount) ?? undefined,
+          currency: n.currency,
+        },
       };
     },
     // The sandbox keeps no state of its own: what it knows reached us as notifications.
@@ -64,6 +68,12 @@ export function sandboxProvider(id: PaymentProviderId, config: Config): PaymentP
     },
     async closeOrder() {},
     acknowledge: () => Response.json({ received: true }),
+    async refund(request) {
+      return { status: 'succeeded', providerRefundId: `sbx_${request.refundId}` };
+    },
+    async queryRefund() {
+      return null;
+    },
   };
 }
 

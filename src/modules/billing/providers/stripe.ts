@@ -1,12 +1,14 @@
 /**
  * card in live mode: Stripe Checkout through the official `stripe` package. client_reference_id
  * carries our payment id; webhooks are verified by the package (constructEventAsync: under Bun the
- * package verifies with WebCrypto, which is async-only).
+ * package verifies with WebCrypto, which is async-only). Refunds go through the Refunds API with
+ * our refund id as metadata and idempotency key; refund and dispute events name a PaymentIntent,
+ * which the Checkout Session that made it maps back to our payment.
  */
 import type Stripe from 'stripe';
 import type { Config, PaymentCredentials } from '../../../config';
 import { toMinorUnits, fromMinorUnits } from '../money';
-import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
+import { BadSignatureError, type PaymentProvider, type ProviderNotice, type ProviderReport, type RefundOutcome, type RefundReport, RefundRefusedError } from './provider';
 import { PROVIDER_NAMES } from './sandbox';
 
 /** Stripe wants expires_at at least 30 minutes after it creates the session: give it a margin; we close it at our own expiry. */
@@ -27,6 +29,42 @@ function sessionReport(session: Stripe.Checkout.Session): ProviderReport {
   return { ...base, status: 'pending' };
 }
 
+/** Stripe refund statuses: pending and requires_action are money on its way; failed and canceled never left. */
+function refundOutcome(refund: Stripe.Refund): RefundOutcome {
+  if (refund.status === 'succeeded') return { status: 'succeeded', providerRefundId: refund.id };
+  if (refund.status === 'failed' || refund.status === 'canceled')
+    return { status: 'failed', providerRefundId: refund.id, failure: refund.failure_reason ?? refund.status };
+  return { status: 'pending', providerRefundId: refund.id };
+}
+
+const refundReport = (paymentId: string, refund: Stripe.Refund): RefundReport => ({
+  paymentId,
+  kind: 'refund',
+  providerRefundId: refund.id,
+  refundId: refund.metadata?.refund_id,
+  amountMicros: fromMinorUnits(refund.amount),
+  currency: refund.currency.toUpperCase(),
+  status: refundOutcome(refund).status,
+});
+
+/**
+ * A dispute's money: open disputes and lost ones hold the amount back, a won one gives it back.
+ * Inquiries (warning_*) and prevented disputes move no money: null.
+ */
+function disputeStatus(status: string): RefundReport['status'] | null {
+  if (status.startsWith('warning_') || status === 'prevented') return null;
+  if (status === 'won' || status === 'lost') return status;
+  return 'open';
+}
+
+/** Stripe answered that it will not (a 4xx other than a conflict or rate limit): nothing was refunded. */
+const refusedByStripe = (err: unknown) => {
+  const status = (err as { statusCode?: number }).statusCode ?? 0;
+  return status >= 400 && status < 500 && status !== 409 && status !== 429;
+};
+
+const intentOf = (x: string | { id: string } | null | undefined) => (typeof x === 'string' ? x : (x?.id ?? null));
+
 export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, config: Config): PaymentProvider {
   const api = new URL(creds.apiUrl);
   // The SDK takes ~8 ms to load: imported at first use, not at every start-up (docs/operations.md).
@@ -42,6 +80,26 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
           timeout: 15_000,
         }),
     ));
+
+  /** Our payment of a PaymentIntent: the client_reference_id of the Checkout Session that made it; null when cpd did not. */
+  async function paymentIdOf(paymentIntent: string | null): Promise<string | null> {
+    if (!paymentIntent) return null;
+    const sessions = await (await stripe()).checkout.sessions.list({ payment_intent: paymentIntent, limit: 1 });
+    return sessions.data[0]?.client_reference_id ?? null;
+  }
+
+  /**
+   * Every refund of a PaymentIntent, asked of Stripe: charge.refunded carries only the charge's
+   * total, so two partial refunds whose events arrive in either order are each found by their id.
+   */
+  async function refundsOf(paymentIntent: string | null): Promise<ProviderNotice | null> {
+    const paymentId = await paymentIdOf(paymentIntent);
+    if (!paymentId || !paymentIntent) return null;
+    const refunds: RefundReport[] = [];
+    for await (const refund of (await stripe()).refunds.list({ payment_intent: paymentIntent, limit: 100 })) refunds.push(refundReport(paymentId, refund));
+    return { kind: 'refunds', refunds };
+  }
+
   return {
     id: 'card',
     name: PROVIDER_NAMES.card,
@@ -70,17 +128,41 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
         throw new BadSignatureError(String(err));
       }
     },
-    async parseNotification(rawBody) {
+    async parseNotification(rawBody): Promise<ProviderNotice | null> {
       const event = JSON.parse(rawBody) as Stripe.Event;
       // Sessions not created by cpd (no client_reference_id) are acknowledged and ignored.
       if (event.type.startsWith('checkout.session.') && !(event.data.object as Stripe.Checkout.Session).client_reference_id) return null;
+      const payment = (report: ProviderReport): ProviderNotice => ({ kind: 'payment', report });
       switch (event.type) {
         case 'checkout.session.completed':
         case 'checkout.session.async_payment_succeeded':
         case 'checkout.session.expired':
-          return sessionReport(event.data.object);
+          return payment(sessionReport(event.data.object));
         case 'checkout.session.async_payment_failed':
-          return { ...sessionReport(event.data.object), status: 'failed' };
+          return payment({ ...sessionReport(event.data.object), status: 'failed' });
+        case 'charge.refunded':
+          return refundsOf(intentOf(event.data.object.payment_intent));
+        case 'charge.refund.updated': {
+          const refund = event.data.object;
+          const paymentId = await paymentIdOf(intentOf(refund.payment_intent));
+          return paymentId ? { kind: 'refunds', refunds: [refundReport(paymentId, refund)] } : null;
+        }
+        case 'charge.dispute.created':
+        case 'charge.dispute.closed': {
+          const dispute = event.data.object;
+          const status = disputeStatus(dispute.status);
+          const paymentId = status && (await paymentIdOf(intentOf(dispute.payment_intent)));
+          if (!status || !paymentId) return null;
+          const report: RefundReport = {
+            paymentId,
+            kind: 'dispute',
+            providerRefundId: dispute.id,
+            amountMicros: fromMinorUnits(dispute.amount),
+            currency: dispute.currency.toUpperCase(),
+            status,
+          };
+          return { kind: 'refunds', refunds: [report] };
+        }
         default:
           return null;
       }
@@ -96,5 +178,29 @@ export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, c
       if (session.status === 'open') await checkout.sessions.expire(order.providerOrderId);
     },
     acknowledge: () => Response.json({ received: true }),
+    async refund(request) {
+      try {
+        const refund = await (await stripe()).refunds.create(
+          {
+            payment_intent: request.providerReference ?? '',
+            amount: toMinorUnits(request.amountMicros),
+            metadata: { refund_id: request.refundId, payment_id: request.paymentId, reason: request.reason },
+          },
+          { idempotencyKey: `cpd-refund-${request.refundId}` },
+        );
+        return refundOutcome(refund);
+      } catch (err) {
+        if (refusedByStripe(err)) throw new RefundRefusedError((err as Error).message);
+        throw err;
+      }
+    },
+    async queryRefund(request) {
+      const api = await stripe();
+      if (request.providerRefundId) return refundOutcome(await api.refunds.retrieve(request.providerRefundId));
+      if (!request.providerReference) return null;
+      for await (const refund of api.refunds.list({ payment_intent: request.providerReference, limit: 100 }))
+        if (refund.metadata?.refund_id === request.refundId) return refundOutcome(refund);
+      return null;
+    },
   };
 }

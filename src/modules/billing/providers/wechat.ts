@@ -2,13 +2,14 @@
  * chat_wallet in live mode: WeChat Pay Native payments, API v3. Requests are signed with the
  * merchant key (WECHATPAY2-SHA256-RSA2048 over "METHOD\nPATH\nTS\nNONCE\nBODY\n"); notifications
  * are verified with the platform public key over "TS\nNONCE\nBODY\n" and their resource is
- * decrypted with AES-256-GCM under the APIv3 key. Written against the HTTP API directly: there is
- * no maintained official Node SDK for v3.
+ * decrypted with AES-256-GCM under the APIv3 key. Refunds: /v3/refund/domestic/refunds with our
+ * refund id as out_refund_no (WeChat Pay refunds one out_refund_no once), and REFUND.* notifications.
+ * Written against the HTTP API directly: there is no maintained official Node SDK for v3.
  */
 import type { Config, PaymentCredentials } from '../../../config';
 import { nodeCrypto, randomBytes } from '../../../platform/crypto';
 import { fromMinorUnits, toMinorUnits } from '../money';
-import { BadSignatureError, type PaymentProvider, type ProviderReport } from './provider';
+import { BadSignatureError, type PaymentProvider, type ProviderReport, type RefundOutcome, RefundRefusedError } from './provider';
 import { chinaTime, rsaSign, rsaVerify } from './rsa';
 import { PROVIDER_NAMES } from './sandbox';
 
@@ -19,6 +20,16 @@ interface WechatTransaction {
   transaction_id?: string;
   trade_state: string;
   amount?: { total?: number; payer_total?: number; currency?: string };
+}
+
+/** A refund as the refund API answers it (`status`) and as REFUND.* notifications carry it (`refund_status`). */
+interface WechatRefund {
+  out_trade_no: string;
+  out_refund_no: string;
+  refund_id: string;
+  status?: string;
+  refund_status?: string;
+  amount: { refund: number; total: number; currency?: string };
 }
 
 interface WechatNotification {
@@ -61,6 +72,20 @@ function transactionReport(t: WechatTransaction): ProviderReport {
       return { ...base, status: 'pending' };
   }
 }
+
+/**
+ * SUCCESS: returned; CLOSED: closed without refunding; PROCESSING and ABNORMAL (the payer's
+ * account refused it, the merchant re-sends it elsewhere at WeChat Pay) are money still owed.
+ */
+function refundOutcome(r: WechatRefund): RefundOutcome {
+  const status = r.status ?? r.refund_status;
+  if (status === 'SUCCESS') return { status: 'succeeded', providerRefundId: r.refund_id };
+  if (status === 'CLOSED') return { status: 'failed', providerRefundId: r.refund_id, failure: 'CLOSED' };
+  return { status: 'pending', providerRefundId: r.refund_id };
+}
+
+/** WeChat Pay allows a refund reason of at most 80 characters. */
+const WECHAT_REASON_MAX = 80;
 
 export function wechatProvider(creds: WechatCredentials, config: Config): PaymentProvider {
   async function call(method: 'GET' | 'POST', pathAndQuery: string, payload?: unknown): Promise<{ status: number; json: any }> {
@@ -107,8 +132,17 @@ export function wechatProvider(creds: WechatCredentials, config: Config): Paymen
     async parseNotification(rawBody) {
       const n = JSON.parse(rawBody) as WechatNotification;
       if (n.resource?.algorithm !== 'AEAD_AES_256_GCM') return null;
-      const report = transactionReport(JSON.parse(decryptResource(creds.apiV3Key, n.resource)) as WechatTransaction);
-      return n.event_type === 'TRANSACTION.SUCCESS' || report.status !== 'pending' ? report : null;
+      const resource = JSON.parse(decryptResource(creds.apiV3Key, n.resource));
+      if (n.event_type?.startsWith('REFUND.')) {
+        const r = resource as WechatRefund;
+        const { status } = refundOutcome(r);
+        return {
+          kind: 'refunds',
+          refunds: [{ paymentId: r.out_trade_no, kind: 'refund', providerRefundId: r.refund_id, refundId: r.out_refund_no, amountMicros: fromMinorUnits(r.amount.refund), status }],
+        };
+      }
+      const report = transactionReport(resource as WechatTransaction);
+      return n.event_type === 'TRANSACTION.SUCCESS' || report.status !== 'pending' ? { kind: 'payment', report } : null;
     },
     async queryOrder(order) {
       const res = await call('GET', `${outTradeNoPath(order.id)}?mchid=${encodeURIComponent(creds.mchId)}`);
@@ -122,5 +156,24 @@ export function wechatProvider(creds: WechatCredentials, config: Config): Paymen
     },
     // v3: a 200/204 without a body acknowledges the notification.
     acknowledge: () => new Response(null, { status: 204 }),
+    async refund(request) {
+      const res = await call('POST', '/v3/refund/domestic/refunds', {
+        out_trade_no: request.paymentId,
+        out_refund_no: request.refundId,
+        reason: request.reason.slice(0, WECHAT_REASON_MAX),
+        notify_url: `${config.publicUrl}/api/payments/webhooks/chat_wallet`,
+        amount: { refund: toMinorUnits(request.amountMicros), total: toMinorUnits(request.paymentAmountMicros), currency: request.currency },
+      });
+      if (res.status === 200) return refundOutcome(res.json as WechatRefund);
+      // 4xx is WeChat Pay's answer (NOT_ENOUGH, INVALID_REQUEST, …): nothing refunded; 429 and 5xx: unknown, asked again later.
+      if (res.status >= 400 && res.status < 500 && res.status !== 429) throw new RefundRefusedError(`${res.json?.code ?? res.status}: ${res.json?.message ?? ''}`.trim());
+      throw new Error(`WeChat Pay refund failed: ${res.status} ${res.json?.code ?? ''}`);
+    },
+    async queryRefund(request) {
+      const res = await call('GET', `/v3/refund/domestic/refunds/${encodeURIComponent(request.refundId)}`);
+      if (res.status === 404) return null; // RESOURCE_NOT_EXISTS: never made
+      if (res.status !== 200) throw new Error(`WeChat Pay refund query failed: ${res.status} ${res.json?.code ?? ''}`);
+      return refundOutcome(res.json as WechatRefund);
+    },
   };
 }
