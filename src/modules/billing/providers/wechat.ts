@@ -62,6 +62,7 @@ function transactionReport(t: WechatTransaction): ProviderReport {
   };
   switch (t.trade_state) {
     case 'SUCCESS':
+    case 'REFUND': // paid, then (partly) refunded: the refunds are applied on their own
       return { ...base, status: 'paid' };
     case 'CLOSED':
     case 'REVOKED':
