@@ -1,7 +1,7 @@
 /**
  * Billing through the compiled binary (dist/cpd): the sandbox checkout (QR SVG, Pay button) with
- * an invoice on the China site, and Stripe Checkout in live mode against the local Stripe, so the
- * qrcode and stripe packages are known to work inside `bun build --compile`.
+ * an invoice on the China site, and Stripe Checkout and Refunds in live mode against the local
+ * Stripe, so the qrcode and stripe packages are known to work inside `bun build --compile`.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createAccountsService } from '../../../src/modules/accounts';
@@ -55,7 +55,7 @@ describe('billing in the compiled binary (postgres)', () => {
     }
   }, 120_000);
 
-  test('international site, live: Stripe Checkout session, signed webhook, credited wallet; no sandbox routes', async () => {
+  test('international site, live: Stripe Checkout session, signed webhook, credited wallet; no sandbox routes; an admin refund and a dashboard refund debited once each', async () => {
     const stripe = startFakeStripe({ secretKey: 'sk_test_binary', webhookSecret: 'whsec_binary' });
     const cpd = await startBinary({
       env: {
@@ -80,6 +80,32 @@ describe('billing in the compiled binary (postgres)', () => {
       const receipt = await fetch(`${cpd.url}/api/billing/receipts/${p.id}/download?token=${token}`);
       expect(receipt.status).toBe(200);
       expect(await receipt.text()).toContain('9.99 USD');
+
+      // An operator refunds 2.50 through Stripe's Refunds API (twice, one Idempotency-Key) ...
+      const accounts = createAccountsService(databases.intl.ctx);
+      const operator = await accounts.createUser({ email: 'operator@example.com', password: 'long enough password', isAdmin: true });
+      const adminToken = (await accounts.createSession(operator.id)).token;
+      const refund = () =>
+        fetch(`${cpd.url}/api/admin/payments/${p.id}/refund`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', 'idempotency-key': 'binary-refund' },
+          body: JSON.stringify({ amount: 2.5, reason: 'binary test' }),
+        });
+      const [first, again] = [await refund(), await refund()];
+      expect([first.status, again.status]).toEqual([200, 200]);
+      const answer = (await first.json()) as { payment: { refunded_amount: number; refunds: Array<{ provider_refund_id: string; status: string }> } };
+      expect(answer.payment.refunded_amount).toBe(2.5);
+      expect(answer.payment.refunds).toEqual([expect.objectContaining({ status: 'succeeded', provider_refund_id: expect.stringMatching(/^re_/) })]);
+      expect([...stripe.refunds.values()].map((r) => r.amount)).toEqual([250]);
+      // ... and 1.00 is refunded at the dashboard: its signed charge.refunded, delivered twice, debits it once.
+      stripe.refundAtDashboard(p.id, 100);
+      const notice = await stripe.chargeRefunded(p.id);
+      for (let i = 0; i < 2; i++) expect((await call(cpd.url, 'POST', '/api/payments/webhooks/card', notice.body, notice.headers)).status).toBe(200);
+      expect(await (await call(cpd.url, 'GET', '/api/billing/wallet')).json()).toMatchObject({ balance: 6.49 });
+      expect(await (await call(cpd.url, 'GET', `/api/billing/payments/${p.id}`)).json()).toMatchObject({ status: 'paid', refunded_amount: 3.5 });
+      const refunded = await (await fetch(`${cpd.url}/api/billing/receipts/${p.id}/download?token=${token}`)).text();
+      expect(refunded.match(/Refunded [^<]*<\/th><td>[\d.]+ USD/g)?.length).toBe(2);
+      expect(refunded).toContain('Net amount</th><td>6.49 USD');
     } finally {
       expect(await cpd.stop()).toBe(0);
       stripe.stop();
