@@ -1,13 +1,15 @@
 /**
  * The console in a real browser against dist/cpd on the China site: a user's pages in Chinese
  * (the wallet QR top-up included), the language switch, and an operator (whose browser prefers
- * English) adjusting that user's balance, editing prices and disabling the account.
+ * English) adjusting that user's balance, editing prices, refunding part of the top-up and
+ * disabling the account.
  * Every page is watched for console errors and requests to other origins. The tests are the steps
  * of one story (the operator acts on the user signed up first) and run in the order written.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
+import { waitFor } from '../support/wait';
 import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 // A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
@@ -220,6 +222,55 @@ describe('an operator', () => {
     await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'payment.reconcile', exact: true }).waitFor();
     expect(admin.problems).toEqual([]);
+  }, 60_000);
+
+  test("refunds part of the user's top-up from the payments page (amount, reason, confirmation), and the user sees it", async () => {
+    const { page } = admin;
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Payments' }).click();
+    const row = page.getByRole('row', { name: new RegExp(USER.email) });
+    await row.getByRole('button', { name: 'Refund' }).click();
+    const form = page.getByRole('form', { name: `Refund of the top-up ¥10.00 paid by ${USER.email}` });
+    // What remains unrefunded is offered; more than that, or no reason, is refused in the form.
+    expect(await form.getByLabel('Amount to refund (CNY)').inputValue()).toBe('10');
+    await form.getByLabel('Amount to refund (CNY)').fill('10.5');
+    await form.getByRole('button', { name: 'Send the refund' }).click();
+    await form.getByText('Enter an amount above zero and at most ¥10.00, with at most 6 decimals.').waitFor();
+    await form.getByText('Required.').waitFor();
+    await form.getByLabel('Amount to refund (CNY)').fill('4');
+    await form.getByLabel('Reason (kept in the audit log)').fill('partial refund');
+    await screenshot(page, 'admin-3a-refund-form');
+
+    // Dismissed, the confirmation sends nothing; accepted, the refund is made once.
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(d.message());
+      void d.dismiss();
+    });
+    await form.getByRole('button', { name: 'Send the refund' }).click();
+    await waitFor(async () => asked.length === 1, 'the confirmation');
+    expect(asked[0]).toBe(`Refund ¥4.00 to ${USER.email}? The money goes back through chat_wallet and their wallet is debited by it.`);
+    expect((await site.call('GET', '/api/admin/payments?status=paid', site.adminToken)).body.payments[0].refunded_amount).toBe(0);
+    page.once('dialog', (d) => void d.accept());
+    const refunded = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/refund'));
+    await form.getByRole('button', { name: 'Send the refund' }).click();
+    expect((await refunded).status()).toBe(200);
+    await page.getByRole('status').filter({ hasText: 'Refunded ¥4.00.' }).waitFor();
+    await row.getByRole('cell', { name: '¥4.00' }).waitFor();
+    await screenshot(page, 'admin-3b-refunded');
+
+    await user.page.goto(`${site.url}/console`);
+    await user.page.getByTestId('balance').filter({ hasText: '¥18.50' }).waitFor();
+    const topups = user.page.getByTestId('topups');
+    expect(await topups.locator('thead th').allTextContents()).toEqual(['创建时间', '金额', '支付方式', '状态', '已退款']);
+    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', 'chat_wallet', '已支付', '¥4.00']);
+    await screenshot(user.page, 'cn-3b-refunded');
+    await user.page.goto(`${site.url}/console/transactions`);
+    await user.page.getByRole('cell', { name: '-¥4.00' }).waitFor();
+    await user.page.getByRole('cell', { name: /^Refund of payment pay_/ }).waitFor();
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'payment.refund', exact: true }).waitFor();
+    expect(admin.problems).toEqual([]);
+    expect(user.problems).toEqual([]);
   }, 60_000);
 
   test('disables the user, whose next page load goes to the login page', async () => {

@@ -1,9 +1,14 @@
-/** Admin: every top-up, filtered by status, provider or user, with reconcile (asks the provider, settles once). */
+/**
+ * Admin: every top-up, filtered by status, provider or user, with reconcile (asks the provider,
+ * settles once) and refund (an amount up to what remains, a reason, a confirmation; one
+ * Idempotency-Key per opened form, so a second click cannot refund twice).
+ */
+import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, withQuery } from '../api';
-import { formatTime, t } from '../locale';
-import { formatMoney } from '../money';
-import { Alert, Field, Page, Select, Show, errorText, useCursor, useGet } from '../ui';
+import { ApiError, api, newIdempotencyKey, withQuery } from '../api';
+import { currency, formatTime, t } from '../locale';
+import { formatMicros, formatMoney, microsToNumber, parseAmount, toMicros } from '../money';
+import { Alert, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
   id: string;
@@ -17,7 +22,12 @@ interface AdminPayment {
   paid_at: string | null;
   provider_ref: string | null;
   failure: string | null;
+  refunded_amount: number;
+  refunds: Array<{ id: string; amount: number; status: string }>;
 }
+
+/** What can still be refunded of a paid payment, in micro-units. */
+const remainingOf = (p: AdminPayment) => (p.status === 'paid' ? toMicros(p.amount) - toMicros(p.refunded_amount) : 0n);
 
 export function AdminPayments() {
   const [filters, setFilters] = useState({ status: '', provider: '', user_id: '' });
@@ -26,6 +36,8 @@ export function AdminPayments() {
     withQuery('/api/admin/payments', { ...filters, limit: 50, cursor }),
   );
   const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState<string | null>(null);
+  const [refunding, setRefunding] = useState<string | null>(null);
 
   async function reconcile(p: AdminPayment) {
     try {
@@ -66,6 +78,7 @@ export function AdminPayments() {
         <button type="submit">{t('apply')}</button>
       </form>
       <Alert>{error}</Alert>
+      {note && <Status>{note}</Status>}
       <Show loaded={page}>
         {({ payments, next_cursor }) => (
           <>
@@ -77,6 +90,7 @@ export function AdminPayments() {
                   <th>{t('wallet.provider')}</th>
                   <th class="num">{t('amount')}</th>
                   <th>{t('status')}</th>
+                  <th class="num">{t('admin.refunded')}</th>
                   <th>{t('admin.providerRef')}</th>
                   <th>
                     <span class="visually-hidden">{t('actions')}</span>
@@ -85,24 +99,53 @@ export function AdminPayments() {
               </thead>
               <tbody>
                 {payments.map((p) => (
-                  <tr key={p.id}>
-                    <td>{formatTime(p.created_at)}</td>
-                    <td>{p.email}</td>
-                    <td>{p.provider}</td>
-                    <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                    <td>
-                      {t(`payment.${p.status}` as 'payment.paid')}
-                      {p.failure ? ` (${p.failure})` : ''}
-                    </td>
-                    <td>{p.provider_ref ?? '—'}</td>
-                    <td>
-                      {p.status !== 'paid' && (
-                        <button type="button" onClick={() => reconcile(p)}>
-                          {t('admin.reconcile')}
-                        </button>
-                      )}
-                    </td>
-                  </tr>
+                  <Fragment key={p.id}>
+                    <tr>
+                      <td>{formatTime(p.created_at)}</td>
+                      <td>{p.email}</td>
+                      <td>{p.provider}</td>
+                      <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                      <td>
+                        {t(`payment.${p.status}` as 'payment.paid')}
+                        {p.failure ? ` (${p.failure})` : ''}
+                      </td>
+                      <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
+                      <td>{p.provider_ref ?? '—'}</td>
+                      <td>
+                        {p.status !== 'paid' && (
+                          <button type="button" onClick={() => reconcile(p)}>
+                            {t('admin.reconcile')}
+                          </button>
+                        )}
+                        {remainingOf(p) > 0n && refunding !== p.id && (
+                          <button
+                            type="button"
+                            onClick={() => {
+                              setNote(null);
+                              setRefunding(p.id);
+                            }}
+                          >
+                            {t('admin.refund')}
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                    {refunding === p.id && (
+                      <tr>
+                        <td colSpan={8}>
+                          <RefundForm
+                            payment={p}
+                            onCancel={() => setRefunding(null)}
+                            onDone={(done) => {
+                              setRefunding(null);
+                              setNote(done);
+                              page.reload();
+                            }}
+                          />
+                        </td>
+                      </tr>
+                    )}
+                  </Fragment>
                 ))}
               </tbody>
             </table>
@@ -111,5 +154,66 @@ export function AdminPayments() {
         )}
       </Show>
     </Page>
+  );
+}
+
+/** The refund of one payment: amount (what remains, by default), reason, below zero or not, then a confirmation. */
+function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; onDone: (note: string) => void; onCancel: () => void }) {
+  const remaining = remainingOf(p);
+  const most = formatMicros(remaining, p.currency);
+  const [key, setKey] = useState(newIdempotencyKey);
+  const [errors, setErrors] = useState<{ amount?: string; reason?: string }>({});
+  const [busy, setBusy] = useState(false);
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    const data = new FormData(e.currentTarget as HTMLFormElement);
+    const micros = parseAmount(String(data.get('amount') ?? ''), 6);
+    const reason = String(data.get('reason') ?? '').trim();
+    const found = {
+      amount: micros === null || micros <= 0n || micros > remaining ? t('admin.badRefund', { amount: most }) : undefined,
+      reason: reason && reason.length <= 500 ? undefined : t('required'),
+    };
+    setErrors(found);
+    if (found.amount || found.reason || micros === null) return;
+    const amount = formatMicros(micros, p.currency);
+    if (!confirm(t('admin.confirmRefund', { amount, email: p.email, provider: p.provider }))) return;
+    setBusy(true);
+    try {
+      const body = { amount: microsToNumber(micros), reason, ...(data.get('allow_negative') ? { allow_negative: true } : {}) };
+      const { payment } = await api<{ payment: AdminPayment }>('POST', `/api/admin/payments/${encodeURIComponent(p.id)}/refund`, body, { 'idempotency-key': key });
+      onDone(t(payment.refunds.at(-1)?.status === 'pending' ? 'admin.refundPending' : 'admin.refundDone', { amount }));
+    } catch (err) {
+      // The server answered: that key is spent. No answer: the same key again cannot refund twice.
+      if (err instanceof ApiError) setKey(newIdempotencyKey());
+      setErrors({ amount: errorText(err) });
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form onSubmit={submit} noValidate aria-label={t('admin.refundOf', { amount: formatMoney(p.amount, p.currency), email: p.email })}>
+      <Field
+        label={t('admin.refundAmount', { currency })}
+        name="amount"
+        inputMode="decimal"
+        defaultValue={String(microsToNumber(remaining))}
+        hint={t('admin.refundHint', { amount: most })}
+        error={errors.amount}
+      />
+      <Field label={t('admin.refundReason')} name="reason" maxLength={500} error={errors.reason} />
+      <label class="check">
+        <input type="checkbox" name="allow_negative" /> {t('admin.allowNegative')}
+      </label>
+      <p class="actions">
+        <button type="submit" disabled={busy}>
+          {t('admin.refundSubmit')}
+        </button>
+        <button type="button" onClick={onCancel}>
+          {t('admin.cancel')}
+        </button>
+      </p>
+    </form>
   );
 }

@@ -1,7 +1,7 @@
 /**
  * Invoices (China site: request one for a paid top-up, then download it) or receipts
- * (international site: one per paid card top-up). Downloads are plain links: the HttpOnly session
- * cookie authenticates them, so no token is put in a URL.
+ * (international site: one per paid card top-up, with what was refunded of it). Downloads are plain
+ * links: the HttpOnly session cookie authenticates them, so no token is put in a URL.
  */
 import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
@@ -17,6 +17,7 @@ interface Payment {
   status: string;
   created_at: string;
   paid_at: string | null;
+  refunded_amount: number;
 }
 interface Invoice {
   id: string;
@@ -46,6 +47,7 @@ function Receipts() {
               <>
                 <th>{t('docs.paidAt')}</th>
                 <th class="num">{t('amount')}</th>
+                <th class="num">{t('wallet.refunded')}</th>
                 <th>{t('wallet.provider')}</th>
                 <th>
                   <span class="visually-hidden">{t('actions')}</span>
@@ -56,6 +58,7 @@ function Receipts() {
               <tr key={p.id}>
                 <td>{formatTime(p.paid_at)}</td>
                 <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
                 <td>{p.provider}</td>
                 <td>
                   <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>

@@ -1,12 +1,13 @@
 /**
- * Balance and top-up. Card payments open the provider's checkout in a new tab; wallet providers
- * show their QR code. The page polls the payment until it settles and shows progress meanwhile.
+ * Balance, top-up and the recent top-ups with what was refunded of them. Card payments open the
+ * provider's checkout in a new tab; wallet providers show their QR code. The page polls the
+ * payment until it settles and shows progress meanwhile.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, newIdempotencyKey } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Alert, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
+import { Alert, DataTable, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 
 interface Summary {
   balance: number;
@@ -21,6 +22,15 @@ interface Provider {
   currency: string;
   mode: string;
 }
+interface ListedPayment {
+  id: string;
+  provider: string;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'paid' | 'failed' | 'expired';
+  created_at: string;
+  refunded_amount: number;
+}
 interface Payment {
   id: string;
   status: 'pending' | 'paid' | 'failed' | 'expired';
@@ -32,6 +42,7 @@ interface Payment {
 
 export function Wallet() {
   const summary = useGet<Summary>('/api/billing/summary');
+  const history = useGet<{ payments: ListedPayment[] }>('/api/billing/payments?limit=10');
   return (
     <Page title={t('wallet.title')}>
       <Show loaded={summary}>
@@ -52,7 +63,42 @@ export function Wallet() {
           </dl>
         )}
       </Show>
-      <TopUp onCredited={summary.reload} />
+      <TopUp
+        onCredited={() => {
+          summary.reload();
+          history.reload();
+        }}
+      />
+      <section aria-labelledby="topups">
+        <h2 id="topups">{t('wallet.history')}</h2>
+        <Show loaded={history}>
+          {({ payments }) => (
+            <DataTable
+              data-testid="topups"
+              rows={payments}
+              empty={t('wallet.noTopups')}
+              head={
+                <>
+                  <th>{t('created')}</th>
+                  <th class="num">{t('amount')}</th>
+                  <th>{t('wallet.provider')}</th>
+                  <th>{t('status')}</th>
+                  <th class="num">{t('wallet.refunded')}</th>
+                </>
+              }
+              row={(p) => (
+                <tr key={p.id}>
+                  <td>{formatTime(p.created_at)}</td>
+                  <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                  <td>{p.provider}</td>
+                  <td>{t(`payment.${p.status}`)}</td>
+                  <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
+                </tr>
+              )}
+            />
+          )}
+        </Show>
+      </section>
     </Page>
   );
 }
