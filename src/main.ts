@@ -19,6 +19,7 @@ Commands:
   migrate          apply database migrations and exit
   users            create|list|disable|enable|promote|demote|password: accounts
   wallet adjust    record a signed wallet adjustment with a reason
+  payments refund  refund a paid payment through its provider, debiting the wallet
   models publish   publish a model file or bundle directory
   engine           install|status: engine and router runtimes
   version          print the version
@@ -34,6 +35,7 @@ const commands: Record<string, () => Promise<Command>> = {
   migrate: async () => (await import('./cli/migrate')).migrateCommand,
   users: async () => (await import('./cli/users')).usersCommand,
   wallet: async () => (await import('./cli/wallet')).walletCommand,
+  payments: async () => (await import('./cli/payments')).paymentsCommand,
   models: async () => (await import('./cli/models')).modelsCommand,
   engine: async () => (await import('./cli/engine')).engineCommand,
   version: async () => (await import('./cli/version')).versionCommand,

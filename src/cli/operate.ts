@@ -1,8 +1,8 @@
 /**
  * The operator's shell verbs (`cpd users list|disable|enable|promote|demote|password`, `cpd wallet
- * adjust`) run the same admin service as the HTTP API, in this site's database (same environment
- * as `cpd serve`), and are audited with the actor `cli`. Each prints JSON on success; a refused
- * request prints one line on stderr and exits 1.
+ * adjust`, `cpd payments refund`) run the same admin service as the HTTP API, in this site's
+ * database (same environment as `cpd serve`), and are audited with the actor `cli`. Each prints
+ * JSON on success; a refused request prints one line on stderr and exits 1.
  */
 import { loadConfig } from '../config';
 import { createAccountsService } from '../modules/accounts';

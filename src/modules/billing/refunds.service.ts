@@ -216,7 +216,7 @@ export function createRefunds(
       })
       .where(eq(paymentRefunds.id, r.id));
     if (moves && HOLDS.includes(r.status as RefundStatus) && !HOLDS.includes(next)) await moneyBack(tx, p, r, moved);
-    if (moves) log.info({ payment_id: p.id, refund_id: r.id, from: r.status, to: next }, 'refund moved');
+    if (moves) log.debug({ payment_id: p.id, refund_id: r.id, from: r.status, to: next }, 'refund moved');
   }
 
   /** The debit of a refund or dispute, and the payment's refunded amount, in the caller's transaction. */

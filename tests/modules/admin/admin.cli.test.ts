@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'drizzle-orm';
+import { createBillingService } from '../../../src/modules/billing';
+import { createTestContext } from '../../support/app';
 import { baseEnv } from '../../support/binary';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 
 const MAIN = resolve(import.meta.dir, '../../../src/main.ts');
 
-describe('cpd users list|disable|enable|promote|demote|password and cpd wallet adjust', () => {
+describe('cpd users list|disable|enable|promote|demote|password, cpd wallet adjust and cpd payments refund', () => {
   let db: TestDatabase;
   let dataDir: string;
   let userId: string;
@@ -95,5 +97,39 @@ describe('cpd users list|disable|enable|promote|demote|password and cpd wallet a
     const adjustments = (await audit()).filter((e) => e.action === 'wallet.adjust');
     expect(adjustments).toHaveLength(2);
     expect(adjustments[0]).toMatchObject({ actor_id: null, target: userId, details: { amount: 12.345678, reason: 'migration from the old system', via: 'cli' } });
+  });
+
+  test('payments refund: a paid payment refunded once per idempotency key, the rest by default; audited as the shell', async () => {
+    const tc = await createTestContext('postgres', {}, { testDb: db });
+    const billing = createBillingService(tc.ctx);
+    const created = await billing.payments.create(userId, { provider: 'card', amount: 30, currency: 'USD' });
+    await billing.sandbox!.decide(created.id, 'paid');
+    const balance = () => billing.getBalanceMicros(userId);
+    const before = await balance();
+    try {
+      const first = await cli('payments', 'refund', '--payment', created.id, '--amount', '10', '--reason', 'requested by phone', '--idempotency-key', 'ticket-7');
+      expect(first.code).toBe(0);
+      expect(JSON.parse(first.stdout).payment).toMatchObject({ id: created.id, status: 'paid', refunded_amount: 10, refunds: [expect.objectContaining({ source: 'admin', status: 'succeeded' })] });
+      expect((await cli('payments', 'refund', '--payment', created.id, '--amount', '10', '--reason', 'requested by phone', '--idempotency-key', 'ticket-7')).code).toBe(0);
+      expect(await balance()).toBe(before - 10_000_000n);
+      // Below zero needs --allow-negative: the rest (20) is more than the wallet holds now.
+      await billing.debitUsage(tc.ctx.database.db, { userId, amountMicros: (await balance()) - 5_000_000n, reference: `cli-spent-${created.id}`, description: 'usage' });
+      const refused = await cli('payments', 'refund', '--payment', created.id, '--reason', 'the rest');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('allow_negative');
+      const rest = await cli('payments', 'refund', '--payment', created.id, '--reason', 'the rest', '--allow-negative');
+      expect(rest.code).toBe(0);
+      expect(JSON.parse(rest.stdout).payment.refunded_amount).toBe(30);
+      expect(await balance()).toBe(-15_000_000n);
+      for (const args of [['--payment', created.id], ['--reason', 'x'], ['--payment', created.id, '--reason', 'x', '--amount', 'ten']]) expect((await cli('payments', 'refund', ...args)).code).toBe(2);
+      expect((await cli('payments', 'refund', '--payment', 'pay_unknown', '--reason', 'x')).code).toBe(1);
+      const refunds = (await audit()).filter((e) => e.action === 'payment.refund');
+      expect(refunds.map((e) => [e.actor_id, e.target, e.details.amount, e.details.via])).toEqual([
+        [null, created.id, 10, 'cli'],
+        [null, created.id, 20, 'cli'],
+      ]);
+    } finally {
+      await tc.close();
+    }
   });
 });
