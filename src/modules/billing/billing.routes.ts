@@ -73,11 +73,13 @@ export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
     .get('/api/billing/payments', ({ caller, query }) => payments.list(caller.userId, { ...query, limit: query.limit ?? 50 }), {
       auth: ['session'],
       query: s.PaymentListQuery,
+      response: { 200: s.PaymentList },
       detail: { summary: 'Top-ups, newest first' },
     })
     .get('/api/billing/payments/:id', ({ caller, params }) => payments.get(caller.userId, params.id), {
       auth: ['session'],
       params: s.IdParams,
+      response: { 200: s.PaymentDetail },
       detail: { summary: 'One top-up (polling reconciles it with the provider)' },
     })
     .get('/api/payments/providers', () => payments.providerList(), { detail: { summary: 'Enabled payment providers' } })

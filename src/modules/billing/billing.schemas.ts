@@ -30,3 +30,17 @@ export const CreateInvoiceBody = t.Object({
 export const IdParams = t.Object({ id: t.String() });
 export const PaymentIdParams = t.Object({ paymentId: t.String() });
 export const ProviderParams = t.Object({ provider: t.String() });
+
+/** A top-up as the list shows it; refunded_amount is what refunds and disputes hold back (the status stays paid). */
+const PaymentFields = {
+  id: t.String(),
+  provider: t.String(),
+  amount: t.Number(),
+  currency: t.String(),
+  status: t.String({ description: 'pending, paid, failed, expired' }),
+  created_at: t.String(),
+  refunded_amount: t.Number({ description: 'what refunds and disputes hold back of the payment; a refunded payment stays paid' }),
+  paid_at: t.Union([t.String(), t.Null()]),
+};
+export const PaymentList = t.Object({ payments: t.Array(t.Object(PaymentFields)), next_cursor: t.Union([t.String(), t.Null()]) });
+export const PaymentDetail = t.Object({ ...PaymentFields, expires_at: t.String(), provider_reference: t.Union([t.String(), t.Null()]) });

@@ -184,6 +184,22 @@ for (const kind of DB_KINDS) {
       expect(await ledgerSumMicros(t.ctx, spender.id)).toBe(-6_000_000n);
     });
 
+    test('the OpenAPI document shows the refund endpoint and refunded_amount on the payments', async () => {
+      const doc = (await t.request('GET', '/api/docs/json')).body;
+      const refundOp = doc.paths['/api/admin/payments/{id}/refund'].post;
+      expect(refundOp.parameters.map((x: { name: string }) => x.name)).toEqual(['id', 'idempotency-key']);
+      expect(refundOp.requestBody.content['application/json'].schema).toMatchObject({ required: ['reason'], properties: { amount: { type: 'number' }, reason: { type: 'string' }, allow_negative: { type: 'boolean' } } });
+      const answer = refundOp.responses['200'].content['application/json'].schema;
+      expect(answer.properties.payment.properties.refunded_amount).toMatchObject({ type: 'number' });
+      expect(answer.properties.payment.properties.refunds.items.properties).toHaveProperty('provider_refund_id');
+      for (const [path, pick] of [
+        ['/api/billing/payments', (x: any) => x.properties.payments.items],
+        ['/api/billing/payments/{id}', (x: any) => x],
+        ['/api/admin/payments', (x: any) => x.properties.payments.items],
+      ] as const)
+        expect(pick(doc.paths[path].get.responses['200'].content['application/json'].schema).required).toContain('refunded_amount');
+    });
+
     test('each refund is audited with its actor, amount and reason; a refused one is not', async () => {
       const buyer = await makeUser(t);
       const id = await paid(buyer, 9);
