@@ -96,6 +96,21 @@ describe('card refunds and disputes in live mode against a local Stripe (postgre
     await exact(user);
   });
 
+  test('charge.refunded while Stripe cannot list the refunds is 502 and changes nothing; sent again, it is applied', async () => {
+    const { user, id } = await paidPayment(7);
+    stripe.refundAtDashboard(id, 200);
+    const notice = await stripe.chargeRefunded(id);
+    stripe.refundBehaviour.listDown = true;
+    const failed = await deliver(notice);
+    stripe.refundBehaviour.listDown = false;
+    expect(failed.status).toBe(502);
+    expect(failed.body).toEqual({ error: expect.any(String) });
+    expect(await balance(user)).toBe(7_000_000n);
+    expect((await deliver(notice)).status).toBe(200);
+    expect(await balance(user)).toBe(5_000_000n);
+    await exact(user);
+  });
+
   test('two partial refunds whose notices arrive in reverse order are each debited once', async () => {
     const { user, id } = await paidPayment(30);
     stripe.refundAtDashboard(id, 500);

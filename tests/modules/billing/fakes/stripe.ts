@@ -71,8 +71,8 @@ export function startFakeStripe(opts: { secretKey: string; webhookSecret: string
   const requests: string[] = [];
   /** Idempotency-Key header of every POST /v1/refunds received, in order (replays included). */
   const refundKeys: string[] = [];
-  /** What the next refunds are created with, and whether the Refunds API answers at all. */
-  const refundBehaviour = { status: 'succeeded' as FakeRefund['status'], down: false };
+  /** What the next refunds are created with, and whether the Refunds API answers at all (create; list and retrieve). */
+  const refundBehaviour = { status: 'succeeded' as FakeRefund['status'], down: false, listDown: false };
   const stripeError = (status: number, message: string, code?: string) =>
     Response.json({ error: { type: status >= 500 ? 'api_error' : 'invalid_request_error', message, ...(code ? { code } : {}) } }, { status });
   const now = () => Math.floor(Date.now() / 1000);
@@ -148,6 +148,7 @@ export function startFakeStripe(opts: { secretKey: string; webhookSecret: string
         if (key) idempotent.set(key, made);
         return Response.json(made);
       }
+      if (url.pathname.startsWith('/v1/refunds') && req.method === 'GET' && refundBehaviour.listDown) return stripeError(500, 'An unknown error occurred');
       if (url.pathname === '/v1/refunds' && req.method === 'GET') {
         const intent = url.searchParams.get('payment_intent');
         const charge = url.searchParams.get('charge');
