@@ -14,6 +14,7 @@ import m11 from '../../../migrations/0011_durable_usage.sql' with { type: 'text'
 import m12 from '../../../migrations/0012_key_limits.sql' with { type: 'text' };
 import m13 from '../../../migrations/0013_key_spend_grants.sql' with { type: 'text' };
 import m14 from '../../../migrations/0014_replicas.sql' with { type: 'text' };
+import m15 from '../../../migrations/0015_usage_clamped.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -32,4 +33,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0012_key_limits', sql: m12 },
   { name: '0013_key_spend_grants', sql: m13 },
   { name: '0014_replicas', sql: m14 },
+  { name: '0015_usage_clamped', sql: m15 },
 ];
