@@ -16,12 +16,9 @@ import { microsToDecimal } from '../../platform/money';
 import { type Chunk, type ChatStream, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
-import { nestedDeeperThan } from '../../platform/http/json-depth';
+import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
-
-/** The deepest a gateway body may nest (the body itself is level 1). */
-export const MAX_BODY_DEPTH = 64;
 
 export function createGatewayService(ctx: AppContext, router: RouterService) {
   const limiter = namedLimiter(ctx, 'gateway');
@@ -38,8 +35,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
       throw new AppError('invalid', 'request body is not valid JSON');
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid', 'the request body must be a JSON object');
-    // Deeper than this, re-serialising it for the upstream could overflow the stack; no API body needs it.
-    if (nestedDeeperThan(body, MAX_BODY_DEPTH)) throw new AppError('invalid', `the request body is nested more than ${MAX_BODY_DEPTH} levels deep`);
+    assertBodyDepth(body);
     return { body: body as Record<string, unknown>, bytes: raw.byteLength };
   }
 

@@ -1,8 +1,19 @@
 /**
  * How deep a parsed JSON value nests. Bun's JSON.parse reads any depth, but JSON.stringify (every
- * upstream request re-serialises the body) and any recursive walk overflow the stack at a few
- * thousand levels: a body nested past a limit is refused as the client's error at once.
+ * upstream request re-serialises the body), PostgreSQL's jsonb (stack depth limit exceeded at some
+ * ten thousand levels) and any recursive walk give up far sooner: a body nested past a limit is
+ * refused as the client's error at once.
  */
+import { AppError } from '../errors';
+
+/** The deepest a request body (level 1) may nest: far beyond any API's shapes, tool schemas included. */
+export const MAX_BODY_DEPTH = 64;
+
+/** Throws 400 when a parsed request body nests deeper than MAX_BODY_DEPTH. */
+export function assertBodyDepth(body: unknown): void {
+  if (body !== null && typeof body === 'object' && nestedDeeperThan(body, MAX_BODY_DEPTH))
+    throw new AppError('invalid', `the request body is nested more than ${MAX_BODY_DEPTH} levels deep`);
+}
 
 /**
  * True when `value` nests arrays and objects more than `limit` levels deep (the outermost value is
