@@ -373,6 +373,12 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     };
     if (m.clamped)
       ctx.log.warn({ usage_id: record.id, user_id: record.userId, model: m.model, backend: m.backend, completion_tokens: m.counts.completion }, 'completion tokens clamped to the request maximum: the upstream reported more than it was asked for');
+    // The overspend bound rests on every cost staying within its hold: say so when one did not.
+    if (m.costMicros > a.holdMicros)
+      ctx.log.warn(
+        { usage_id: record.id, user_id: record.userId, model: m.model, backend: m.backend, prompt_tokens: m.counts.prompt, cost_micros: String(m.costMicros), hold_micros: String(a.holdMicros) },
+        'request cost above its admission hold: the upstream counted more prompt tokens than the body bounds (an image above IMAGE_TOKENS?)',
+      );
     // Once the row has its outcome: the holds end, and a written row counts in the metrics.
     const settled = (outcome: RowOutcome) => {
       a.ticket?.release();
