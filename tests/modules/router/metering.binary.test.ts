@@ -80,6 +80,21 @@ describe('every kind of generated text is billed', () => {
     gate.resolve();
   }, 30_000);
 
+  test('a client that leaves mid-reasoning, before any content, is billed for the reasoning it got', async () => {
+    const gate = Promise.withResolvers<void>();
+    bed.up.set({ reasoning: 'think '.repeat(300), content: 'the answer', hold: { afterFrames: 100, until: gate.promise } });
+    const { userId, key } = await bed.fundedKey(10_000_000n);
+    // The client leaves once it has the 100 chunks the upstream sent before holding.
+    let seen = 0;
+    const { chunks } = await streamUntil(key, { ...HI, stream: true }, () => ++seen === 100);
+    expect(chunks.every((c) => c.choices[0].delta.reasoning_content === 'think ')).toBe(true);
+    const [row] = await waitFor(() => usageRows(userId), 'the aborted stream committed', { until: (rows) => rows.length === 1 });
+    expect(row!.status).toBe(499);
+    expect(row!.completion_tokens).toBeGreaterThanOrEqual(100);
+    expect(BigInt(row!.cost)).toBe(BigInt(row!.prompt_tokens + row!.completion_tokens) * MICROS_PER_TOKEN);
+    gate.resolve();
+  }, 30_000);
+
   test('reasoning is output: the headers and the first reasoning chunk leave while the model still thinks, priced like content', async () => {
     const { key } = await bed.fundedKey(10_000_000n);
     const open = () =>
