@@ -100,6 +100,7 @@ const row = (keyId: string): UsageRecord => ({
   costMicros: COST,
   costUsdMicros: COST,
   tokensCounted: true,
+  clamped: false,
   latencyMs: 1,
   status: 200,
   streamed: false,
@@ -114,10 +115,10 @@ async function request(path: Path): Promise<number> {
   const s = performance.now();
   let release: () => void = () => {};
   if (path === 'grants') {
-    const ticket = await keyLimits.admit(await keyLimits.allowed(limited.id, 'bench'), ESTIMATE);
+    const ticket = await keyLimits.admit(await keyLimits.allowed(limited.id, 'bench'), { estimate: ESTIMATE, minimum: ESTIMATE });
     release = () => ticket!.release();
   } else {
-    await keyLimits.admit(await keyLimits.allowed(plain.id, 'bench'), ESTIMATE);
+    await keyLimits.admit(await keyLimits.allowed(plain.id, 'bench'), { estimate: ESTIMATE, minimum: ESTIMATE });
     if (path === 'per-txn') release = await formerHold(plain.id, 1_000_000_000_000n, ESTIMATE);
   }
   const admitted = performance.now() - s;

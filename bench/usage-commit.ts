@@ -43,6 +43,7 @@ const row = (): UsageRecord => ({
   costMicros: 14n,
   costUsdMicros: 14n,
   tokensCounted: true,
+  clamped: false,
   latencyMs: 1,
   status: 200,
   streamed: false,

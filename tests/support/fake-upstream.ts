@@ -25,6 +25,13 @@
  * Tokens are deterministic: the content is cut into pieces `/\S+\s*\/g` (a word and its trailing
  * space); each piece is one completion token and one stream chunk. prompt_tokens is
  * `promptTokens` (default 10) whatever the messages are.
+ *
+ * Like a real server it answers `n` choices (each the same answer; completion_tokens is the sum
+ * over the choices, streamed chunk by chunk with each choice's `index`) and stops each choice at
+ * `max_completion_tokens` (else `max_tokens`) tokens, reasoning included, with finish_reason
+ * `length`. Reasoning (`reasoning`) comes first, as `reasoning_content` (DeepSeek, vLLM) or
+ * `reasoning` (`reasoningField`); a refusal (`refusal`, OpenAI) or a legacy `function_call`
+ * (`functionCall`) replaces the content.
  */
 
 export interface FakeToolCall {
@@ -46,6 +53,8 @@ export interface FakeBehaviour {
   garbage: boolean;
   /** Answer this HTTP status with an OpenAI error body instead of a completion (default null). */
   status: number | null;
+  /** The error body's message with `status` (default null: `fake upstream status <status>`). */
+  errorMessage: string | null;
   /** Delay before the response headers, in ms (default 0). */
   firstByteDelayMs: number;
   /** Delay between stream chunks, in ms (default 0). */
@@ -63,8 +72,16 @@ export interface FakeBehaviour {
    * still running use this instead of a delay, so no timing window can close under load.
    */
   hold: { afterFrames: number; until: Promise<void> } | null;
-  /** The finish reason sent; null = 'stop' (or 'tool_calls' with toolCalls) (default null). */
+  /** The finish reason sent; null = 'stop' (or 'tool_calls', 'function_call', 'length' as the answer ended) (default null). */
   finishReason: string | null;
+  /** Reasoning text sent before the answer, one piece a chunk, each a completion token (default ''). */
+  reasoning: string;
+  /** The field reasoning comes in: `reasoning_content` (DeepSeek, vLLM) or `reasoning` (default 'reasoning_content'). */
+  reasoningField: 'reasoning_content' | 'reasoning';
+  /** Answer with this refusal (OpenAI's `refusal` field, content null) instead of content (default null). */
+  refusal: string | null;
+  /** Answer with this legacy `function_call` (finish_reason 'function_call') instead of content (default null). */
+  functionCall: { name: string; arguments: string } | null;
 }
 
 export interface RecordedRequest {
@@ -84,8 +101,11 @@ export interface FakeUpstream {
   reset(): void;
   /** Every request received, oldest first (GET /v1/models included). */
   requests: RecordedRequest[];
-  /** requestsAborted: completions whose client went away before the answer (JSON or before a stream's headers). */
-  stats: { completions: number; embeddings: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number };
+  /**
+   * requestsAborted: completions whose client went away before the answer (JSON or before a
+   * stream's headers); streamsPeak: the most streams open at once.
+   */
+  stats: { completions: number; embeddings: number; requestsAborted: number; streamsStarted: number; streamsCompleted: number; streamsAborted: number; streamsPeak: number };
   close(): Promise<void>;
 }
 
@@ -96,12 +116,17 @@ export const FAKE_DEFAULTS: FakeBehaviour = {
   usage: true,
   garbage: false,
   status: null,
+  errorMessage: null,
   firstByteDelayMs: 0,
   chunkDelayMs: 0,
   trailerAtOnce: false,
   toolCalls: null,
   hold: null,
   finishReason: null,
+  reasoning: '',
+  reasoningField: 'reasoning_content',
+  refusal: null,
+  functionCall: null,
 };
 
 /** Resolves when `gate` opens or the client goes away, whichever comes first. */
@@ -124,7 +149,8 @@ export async function startFakeUpstream(
   let source: BehaviourSource = opts.behaviour ?? {};
   let seq = 0;
   const requests: RecordedRequest[] = [];
-  const stats = { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 };
+  const stats = { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0, streamsPeak: 0 };
+  let streamsOpen = 0;
 
   const behaviourFor = (body: Record<string, any>): FakeBehaviour => ({
     ...FAKE_DEFAULTS,
@@ -168,7 +194,7 @@ export async function startFakeUpstream(
         stats.requestsAborted++;
         return new Response(null, { status: 499 });
       }
-      if (b.status !== null) return Response.json({ error: { message: `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
+      if (b.status !== null) return Response.json({ error: { message: b.errorMessage ?? `fake upstream status ${b.status}`, type: 'server_error' } }, { status: b.status });
       if (b.garbage) return new Response('<html>502 Bad Gateway from some proxy</html>', { headers: { 'content-type': 'text/html' } });
       return body.stream === true ? streamResponse(body, b, n, req.signal) : Response.json(completion(body, b, n));
     },
@@ -176,6 +202,7 @@ export async function startFakeUpstream(
 
   function streamResponse(body: Record<string, any>, b: FakeBehaviour, n: number, signal: AbortSignal): Response {
     stats.streamsStarted++;
+    stats.streamsPeak = Math.max(stats.streamsPeak, ++streamsOpen);
     const frames = chunksFor(body, b, n);
     const enc = new TextEncoder();
     let i = 0;
@@ -183,6 +210,7 @@ export async function startFakeUpstream(
     const abort = () => {
       if (!finished) {
         finished = true;
+        streamsOpen--;
         stats.streamsAborted++;
       }
     };
@@ -199,6 +227,7 @@ export async function startFakeUpstream(
         }
         controller.enqueue(enc.encode('data: [DONE]\n\n'));
         finished = true;
+        streamsOpen--;
         stats.streamsCompleted++;
         signal.removeEventListener('abort', abort);
         controller.close();
@@ -218,7 +247,7 @@ export async function startFakeUpstream(
     reset() {
       source = opts.behaviour ?? {};
       requests.length = 0;
-      Object.assign(stats, { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0 });
+      Object.assign(stats, { completions: 0, embeddings: 0, requestsAborted: 0, streamsStarted: 0, streamsCompleted: 0, streamsAborted: 0, streamsPeak: 0 });
     },
     requests,
     stats,
@@ -226,9 +255,15 @@ export async function startFakeUpstream(
   };
 }
 
-function usageOf(b: FakeBehaviour, pieces: number) {
-  const completion = b.completionTokens ?? pieces;
-  return { prompt_tokens: b.promptTokens, completion_tokens: completion, total_tokens: b.promptTokens + completion };
+function usageOf(b: FakeBehaviour, answers: Answer[]) {
+  const completion = b.completionTokens ?? answers.reduce((sum, a) => sum + a.tokens, 0);
+  const reasoning = answers.reduce((sum, a) => sum + a.reasoning.length, 0);
+  return {
+    prompt_tokens: b.promptTokens,
+    completion_tokens: completion,
+    total_tokens: b.promptTokens + completion,
+    ...(reasoning ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
+  };
 }
 
 function toolCallsOf(b: FakeBehaviour, n: number) {
@@ -239,43 +274,79 @@ function toolCallsOf(b: FakeBehaviour, n: number) {
   }));
 }
 
+/** One choice's answer: its reasoning and text pieces (cut at the request's maximum), calls, tokens and finish reason. */
+interface Answer {
+  reasoning: string[];
+  text: string[];
+  tools: ReturnType<typeof toolCallsOf> | null;
+  tokens: number;
+  finish: string;
+}
+
+/** The request's `n` (at least 1) and its per-choice maximum (max_completion_tokens, else max_tokens), as vLLM reads them. */
+function asked(body: Record<string, any>) {
+  const int = (v: unknown) => (Number.isInteger(v) && (v as number) > 0 ? (v as number) : null);
+  return { n: int(body.n) ?? 1, max: int(body.max_completion_tokens) ?? int(body.max_tokens) ?? Number.POSITIVE_INFINITY };
+}
+
+function answerOf(body: Record<string, any>, b: FakeBehaviour, n: number): Answer {
+  const { max } = asked(body);
+  if (b.toolCalls || b.functionCall) {
+    const tools = b.toolCalls ? toolCallsOf(b, n) : null;
+    return { reasoning: [], text: [], tools, tokens: tools ? tools.length : 1, finish: b.finishReason ?? (tools ? 'tool_calls' : 'function_call') };
+  }
+  const reasoning = piecesOf(b.reasoning).slice(0, max);
+  const all = piecesOf(b.refusal ?? b.content);
+  const text = all.slice(0, Math.max(0, max - reasoning.length));
+  const cut = reasoning.length < piecesOf(b.reasoning).length || text.length < all.length;
+  return { reasoning, text, tools: null, tokens: reasoning.length + text.length, finish: b.finishReason ?? (cut ? 'length' : 'stop') };
+}
+
 function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
-  const tools = b.toolCalls ? toolCallsOf(b, n) : null;
-  const message = tools ? { role: 'assistant', content: null, tool_calls: tools } : { role: 'assistant', content: b.content };
+  const answer = answerOf(body, b, n);
+  const reasoning = answer.reasoning.length ? { [b.reasoningField]: answer.reasoning.join('') } : {};
+  const text = answer.text.join('');
+  const message = answer.tools
+    ? { role: 'assistant', content: null, tool_calls: answer.tools }
+    : b.functionCall
+      ? { role: 'assistant', content: null, function_call: b.functionCall }
+      : b.refusal !== null
+        ? { role: 'assistant', content: null, refusal: text, ...reasoning }
+        : { role: 'assistant', content: text, ...reasoning };
+  const choices = Array.from({ length: asked(body).n }, (_, index) => ({ index, message, logprobs: null, finish_reason: answer.finish }));
   return {
     id: `chatcmpl-fake-${n}`,
     object: 'chat.completion',
     created: 1700000000,
     model: body.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: b.finishReason ?? (tools ? 'tool_calls' : 'stop') }],
-    ...(b.usage ? { usage: usageOf(b, tools ? tools.length : piecesOf(b.content).length) } : {}),
+    choices,
+    ...(b.usage ? { usage: usageOf(b, choices.map(() => answer)) } : {}),
   };
 }
 
+/** One choice's deltas in order: reasoning pieces, then text (or refusal) pieces, or its calls. */
+function deltasOf(answer: Answer, b: FakeBehaviour): Record<string, unknown>[] {
+  if (answer.tools) return [{ role: 'assistant', content: null }, ...answer.tools.map((t, i) => ({ tool_calls: [{ index: i, ...t }] }))];
+  if (b.functionCall) return [{ role: 'assistant', content: null, function_call: { name: b.functionCall.name, arguments: '' } }, ...piecesOf(b.functionCall.arguments).map((p) => ({ function_call: { arguments: p } }))];
+  const field = b.refusal !== null ? 'refusal' : 'content';
+  const deltas = [...answer.reasoning.map((p) => ({ [b.reasoningField]: p })), ...answer.text.map((p) => ({ [field]: p }))];
+  if (deltas.length) deltas[0] = { role: 'assistant', ...deltas[0] };
+  return deltas;
+}
+
+/** The stream's chunks: the choices' deltas interleaved (each chunk one choice, as vLLM sends them), their finish chunks, then usage. */
 function chunksFor(body: Record<string, any>, b: FakeBehaviour, n: number): Record<string, unknown>[] {
   const base = { id: `chatcmpl-fake-${n}`, object: 'chat.completion.chunk', created: 1700000000, model: body.model };
-  const frames: Record<string, unknown>[] = [];
   const wantsUsage = body.stream_options?.include_usage === true && b.usage;
   const extra = wantsUsage ? { usage: null } : {};
-  let pieces: number;
-  if (b.toolCalls) {
-    const tools = toolCallsOf(b, n);
-    pieces = tools.length;
-    frames.push({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null }, finish_reason: null }], ...extra });
-    tools.forEach((t, i) => {
-      frames.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, ...t }] }, finish_reason: null }], ...extra });
-    });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'tool_calls' }], ...extra });
-  } else {
-    const parts = piecesOf(b.content);
-    pieces = parts.length;
-    parts.forEach((p, i) => {
-      const delta = i === 0 ? { role: 'assistant', content: p } : { content: p };
-      frames.push({ ...base, choices: [{ index: 0, delta, finish_reason: null }], ...extra });
-    });
-    frames.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'stop' }], ...extra });
-  }
-  if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, pieces) });
+  const answer = answerOf(body, b, n);
+  const choices = asked(body).n;
+  const deltas = deltasOf(answer, b);
+  const frames: Record<string, unknown>[] = [];
+  for (const delta of deltas)
+    for (let index = 0; index < choices; index++) frames.push({ ...base, choices: [{ index, delta, finish_reason: null }], ...extra });
+  for (let index = 0; index < choices; index++) frames.push({ ...base, choices: [{ index, delta: {}, finish_reason: answer.finish }], ...extra });
+  if (wantsUsage) frames.push({ ...base, choices: [], usage: usageOf(b, Array.from({ length: choices }, () => answer)) });
   return frames;
 }
 

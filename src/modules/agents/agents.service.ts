@@ -7,6 +7,7 @@ import { and, asc, desc, eq, gt, isNull, lt, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { assertBodyDepth } from '../../platform/http/json-depth';
 import { newId } from '../../platform/ids';
 import type { AgentCreateInput, AgentUpdateInput, ListInput, SessionCreateInput, SessionUpdateInput } from './agents.schemas';
 import { type AgentTool, agentItems, agents, agentSessions, agentTurns, type Metadata } from './agents.tables';
@@ -108,6 +109,8 @@ export function createAgentsCrud(ctx: AppContext) {
     requireSessionRow,
 
     async createAgent(p: Principal, input: AgentCreateInput) {
+      // Its tools go to the model with every turn (and into jsonb): nested as a gateway body may be, no deeper.
+      assertBodyDepth(input);
       const at = now();
       const [row] = await db
         .insert(agents)
@@ -130,6 +133,7 @@ export function createAgentsCrud(ctx: AppContext) {
 
     /** Omitted fields stay; null clears name, instructions, tools and metadata. */
     async updateAgent(p: Principal, id: string, input: AgentUpdateInput) {
+      assertBodyDepth(input);
       await requireAgentRow(p, id);
       const patch: Partial<typeof agents.$inferInsert> = { updatedAt: now() };
       if (input.model !== undefined) patch.model = input.model;

@@ -9,6 +9,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../platform/context';
 import { type DbOrTx, isDatabaseUnreachable, isTransient } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { assertBodyDepth } from '../../platform/http/json-depth';
 import { newId } from '../../platform/ids';
 import { type ChatModels, type ChatToolCall, chatRequest, readChunk, ToolCallCollector } from './agents.chat';
 import type { EventInput } from './agents.schemas';
@@ -95,6 +96,8 @@ export function createTurns(ctx: AppContext, crud: AgentsCrud, models: ChatModel
   }
 
   async function accept(p: Principal, sessionId: string, input: EventInput): Promise<Accepted> {
+    // Tool calls and results are stored (jsonb) and sent to the model: nested as a gateway body may be, no deeper.
+    assertBodyDepth(input);
     const content = input.content ?? '';
     if (input.role === 'user' && content === '') throw new AppError('invalid', 'a user event needs content');
     const results = input.role === 'tool' ? toolResultsOf(input) : [];

@@ -16,6 +16,7 @@ import { microsToDecimal } from '../../platform/money';
 import { type Chunk, type ChatStream, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
+import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
 
@@ -34,6 +35,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
       throw new AppError('invalid', 'request body is not valid JSON');
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid', 'the request body must be a JSON object');
+    assertBodyDepth(body);
     return { body: body as Record<string, unknown>, bytes: raw.byteLength };
   }
 

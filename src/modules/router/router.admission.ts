@@ -4,18 +4,23 @@
  * Each process holds a grant of a wallet's balance in the database (billing's wallet grants; the
  * live grants of one wallet never sum above its balance) and admits against it from memory:
  *
- *   covered = grant − upper bounds of this process's requests in flight ≥ this request's upper bound
+ *   covered = grant − holds of this process's requests in flight ≥ this request's upper bound
  *
  * A covered request needs no database round trip. Otherwise the process asks for a larger grant
- * (what it needs plus headroom, at most half of what is left). A request still not covered is at
- * the margin: it waits until this process has nothing else in flight for the wallet, then asks for
- * the margin, which the database gives to one process per wallet at a time, with all that is left
- * of the balance; it is admitted when that is above zero. So across every process only one
- * request at a time can take a wallet below zero, by at most its own actual cost (when every
- * upper bound holds; docs/gateway.md). A usage commit lowers the grant by the cost in the same
- * transaction; the request's bound is held until then. A process renews its grants every third of
- * WALLET_GRANT_TTL and stops using them locally before they could expire; a dead process's grants
- * expire. An idle wallet's grant is given back after a second.
+ * (what it needs plus headroom, at most half of what is left). A request still not covered, while
+ * others of the wallet are in flight or waiting here, may take a share instead when its caller can
+ * serve it with less than its upper bound (a chat request with a smaller completion allowance:
+ * router.service.ts): half of what is free in the grant, at least its minimum. Its hold is then
+ * that share, which its allowance keeps its cost within. Any other request is at the margin: it
+ * waits until this process has nothing else in flight for the wallet, then asks for the margin,
+ * which the database gives to one process per wallet at a time, with all that is left of the
+ * balance; it is admitted when that is above zero, holding what is left (its minimum when less is
+ * left, its upper bound when more is), and its allowance keeps it there. So across every
+ * process only one request at a time can take a wallet below zero, by at most its own actual cost
+ * (when every upper bound holds; docs/gateway.md). A usage commit lowers the grant by the cost in
+ * the same transaction; the request's hold is held until then. A process renews its grants every
+ * third of WALLET_GRANT_TTL and stops using them locally before they could expire; a dead
+ * process's grants expire. An idle wallet's grant is given back after a second.
  *
  * The API key spend limits (router.key-limits.ts) run this same admission over a key's remaining
  * budget in its period, with their own grants table and refusals; forget() serves them when a key's
@@ -51,8 +56,16 @@ interface WalletState {
 }
 
 export interface Ticket {
+  /** What the request holds: its upper bound, or less (a share, or what was left at the margin) down to its minimum. */
+  holdMicros: bigint;
   /** Ends the request's hold, after its usage committed (or could not be written). */
   release(): void;
+}
+
+/** What a request asks admission for: its upper bound, and the least it can be served with (the bound when it cannot do with less). */
+export interface Need {
+  estimate: bigint;
+  minimum: bigint;
 }
 
 export interface AdmissionOptions {
@@ -84,6 +97,8 @@ const HEADROOM_REQUESTS = 64n;
 const IDLE_GIVE_BACK_MS = 1_000;
 /** While waiting at the margin, how often the database is asked again (other processes give back). */
 const MARGIN_POLL_MS = 100;
+
+const clamp = (v: bigint, low: bigint, high: bigint) => (v < low ? low : v > high ? high : v);
 
 export function createAdmission(
   grants: GrantSource,
@@ -140,15 +155,36 @@ export function createAdmission(
     }
   }
 
-  const covered = (s: WalletState, estimate: bigint) => Date.now() < usableUntil && s.grant - s.reserved >= estimate;
+  const usable = () => Date.now() < usableUntil;
+  const free = (s: WalletState) => s.grant - s.reserved;
+  const covered = (s: WalletState, estimate: bigint) => usable() && free(s) >= estimate;
 
-  async function admit(userId: string, estimate: bigint, signal?: AbortSignal): Promise<Ticket> {
+  /**
+   * A request not covered while others of this wallet are in flight or waiting, admitted now with
+   * less: half of what is free (so a burst shares what is left rather than one request taking it
+   * all), at least its minimum. Null when not even that, or when it is alone: a lone request goes to
+   * the margin, where it may have all that is left.
+   */
+  function shareOf(s: WalletState, need: Need): bigint | null {
+    if (need.minimum >= need.estimate || !usable() || free(s) < need.minimum || (s.inflight === 0 && s.waiting <= 1)) return null;
+    const half = free(s) / 2n;
+    return half > need.minimum ? half : need.minimum;
+  }
+
+  /** Admitted from this process's grant: covered, or a share of it; null when neither. */
+  function fromGrant(userId: string, s: WalletState, need: Need): Ticket | null {
+    if (covered(s, need.estimate)) return take(userId, s, need.estimate, false);
+    const share = shareOf(s, need);
+    return share === null ? null : take(userId, s, share, false);
+  }
+
+  async function admit(userId: string, need: Need, signal?: AbortSignal): Promise<Ticket> {
     const s = stateOf(userId);
     if (s.idle) clearTimeout(s.idle);
     s.idle = null;
     s.waiting++;
     try {
-      return await admitWaiting(userId, s, estimate, signal);
+      return await admitWaiting(userId, s, need, signal);
     } finally {
       s.waiting--;
       // A refused request leaves nothing to release: the grant is given back from here instead.
@@ -156,25 +192,30 @@ export function createAdmission(
     }
   }
 
-  async function admitWaiting(userId: string, s: WalletState, estimate: bigint, signal?: AbortSignal): Promise<Ticket> {
+  async function admitWaiting(userId: string, s: WalletState, need: Need, signal?: AbortSignal): Promise<Ticket> {
     const deadline = Date.now() + opts.waitMs;
+    const { estimate, minimum } = need;
     for (;;) {
-      if (covered(s, estimate)) return take(userId, s, estimate, false);
+      const now = fromGrant(userId, s, need);
+      if (now) return now;
       let answer: GrantAnswer;
       try {
         if (s.asking) {
           // Another request of this wallet is asking (a burst asks once for all): use its answer;
           // when it does not cover this request, wait like a request at the margin.
           answer = await s.asking;
-          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          const admitted = fromGrant(userId, s, need);
+          if (admitted) return admitted;
           if (answer.balanceMicros <= 0n) throw new AppError('payment_required', refusals.exhausted);
         } else {
           answer = await ask(userId, s, estimate, false);
-          if (covered(s, estimate)) return take(userId, s, estimate, false);
+          const admitted = fromGrant(userId, s, need);
+          if (admitted) return admitted;
           if (answer.balanceMicros <= 0n) throw new AppError('payment_required', refusals.exhausted);
           if (s.inflight === 0 && !s.margin && !s.asking) {
             answer = await ask(userId, s, estimate, true);
-            if (s.margin && s.grant > 0n && Date.now() < usableUntil) return take(userId, s, estimate, true);
+            // All that is left, down to the minimum: the one request that may cross zero.
+            if (s.margin && s.grant > 0n && usable()) return take(userId, s, clamp(free(s), minimum, estimate), true);
             if (s.margin) releaseMargin(userId, s);
           }
         }
@@ -203,16 +244,17 @@ export function createAdmission(
       .catch((err) => log.warn({ err, user_id: userId }, 'could not give the margin back; it expires with the grant'));
   }
 
-  function take(userId: string, s: WalletState, estimate: bigint, margin: boolean): Ticket {
+  function take(userId: string, s: WalletState, hold: bigint, margin: boolean): Ticket {
     s.inflight++;
-    s.reserved += estimate;
+    s.reserved += hold;
     let released = false;
     return {
+      holdMicros: hold,
       release() {
         if (released) return;
         released = true;
         s.inflight--;
-        s.reserved -= estimate;
+        s.reserved -= hold;
         if (margin) releaseMargin(userId, s);
         if (s.inflight === 0) s.idle = setTimeout(() => giveBack(userId, s), IDLE_GIVE_BACK_MS).unref();
         wake(s);

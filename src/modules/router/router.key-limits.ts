@@ -20,7 +20,7 @@ import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
-import { type GrantSource, type Ticket, createAdmission } from './router.admission';
+import { type GrantSource, type Need, type Ticket, createAdmission } from './router.admission';
 import { type KeyBudget, createKeyGrants } from './router.key-grants';
 import { routerUsageKeyDaily } from './router.tables';
 
@@ -137,15 +137,16 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   }
 
   /**
-   * The rest of the key's limits for a request with this upper-bound cost; answers the spend hold
-   * to release after the usage row committed (null when the key has no spend limit).
+   * The rest of the key's limits for a request with this upper bound (and minimum) of its cost;
+   * answers the spend hold to release after the usage row committed (null when the key has no
+   * spend limit). The hold may be less than the bound, as the wallet's may (router.admission.ts).
    */
-  async function admit(limits: AllowedKey | null, estimateMicros: bigint, signal?: AbortSignal): Promise<Ticket | null> {
+  async function admit(limits: AllowedKey | null, need: Need, signal?: AbortSignal): Promise<Ticket | null> {
     if (!limits) return null;
     if (limits.rpm !== null) enforceRpm(limits.keyId, limits.rpm);
     if (limits.spendLimitMicros === null) return null;
     budgetOf(limits.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
-    return admission.admit(limits.keyId, estimateMicros, signal);
+    return admission.admit(limits.keyId, need, signal);
   }
 
   return {

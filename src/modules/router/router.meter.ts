@@ -1,11 +1,12 @@
 /**
  * Metering: what a request used. Upstream usage wins when it is valid; otherwise tokens are
- * counted (router.tokens.ts). A stream meter follows a stream chunk by chunk: it keeps what was
+ * counted (router.tokens.ts), of every kind of generated text: content, reasoning, refusals, tool
+ * and function calls. A stream meter follows a stream chunk by chunk: it keeps what was
  * delivered, holds back the upstream's usage-only chunk (the client gets it last, with the cost
  * added) and answers the counts when the stream ends, however it ends.
  */
 import { toMajor } from '../../platform/money';
-import { countCompletionTokens, countPromptTokens } from './router.tokens';
+import { countPromptTokens, countTexts } from './router.tokens';
 import type { Chunk } from './router.upstream';
 
 export interface UsageCounts {
@@ -23,37 +24,75 @@ export function validUsage(u: unknown): u is { prompt_tokens: number; completion
   return !!x && Number.isInteger(x.prompt_tokens) && Number.isInteger(x.completion_tokens) && (x.prompt_tokens as number) >= 0 && (x.completion_tokens as number) >= 0;
 }
 
-/** Text and tool-call text of a completion message or a chunk's deltas. */
-export function outputText(parts: Array<{ content?: unknown; tool_calls?: unknown } | undefined>): { text: string; tools: string } {
-  let text = '';
-  let tools = '';
-  for (const p of parts) {
-    if (!p) continue;
-    if (typeof p.content === 'string') text += p.content;
-    if (Array.isArray(p.tool_calls))
-      for (const c of p.tool_calls as Array<{ function?: { name?: unknown; arguments?: unknown } }>) {
-        if (typeof c.function?.name === 'string') tools += c.function.name;
-        if (typeof c.function?.arguments === 'string') tools += c.function.arguments;
-      }
-  }
-  return { text, tools };
+/**
+ * A completion message or a stream delta: every field generated text comes in. Reasoning is
+ * `reasoning_content` (DeepSeek, vLLM) or `reasoning` (newer vLLM, OpenRouter); `function_call` is
+ * the legacy single call.
+ */
+interface GeneratedFields {
+  content?: unknown;
+  reasoning_content?: unknown;
+  reasoning?: unknown;
+  refusal?: unknown;
+  tool_calls?: unknown;
+  function_call?: unknown;
 }
 
-export function deltasOf(chunk: Chunk) {
-  return ((chunk.choices as Array<{ delta?: { content?: unknown; tool_calls?: unknown } }>) ?? []).map((c) => c.delta);
+/** Generated text by kind (each kind's pieces joined, and counted as one text): what a completion bills. */
+export interface Generated {
+  content: string;
+  reasoning: string;
+  refusal: string;
+  /** Tool call and legacy function_call names and arguments. */
+  calls: string;
+}
+
+const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+/** True when a delta (or message) carries generated text or a call: a token reached whoever reads it. */
+export function hasOutput(part: GeneratedFields | undefined): boolean {
+  if (!part) return false;
+  return nonEmpty(part.content) || nonEmpty(part.reasoning_content) || nonEmpty(part.reasoning) || nonEmpty(part.refusal) || !!part.tool_calls || !!part.function_call;
+}
+
+function callText(call: unknown): string {
+  const fn = call as { name?: unknown; arguments?: unknown } | null | undefined;
+  return (typeof fn?.name === 'string' ? fn.name : '') + (typeof fn?.arguments === 'string' ? fn.arguments : '');
+}
+
+/** Adds the generated text of messages or deltas to `into`. */
+export function addGenerated(into: Generated, parts: Array<GeneratedFields | undefined>): Generated {
+  for (const p of parts) {
+    if (!p) continue;
+    if (typeof p.content === 'string') into.content += p.content;
+    if (typeof p.reasoning_content === 'string') into.reasoning += p.reasoning_content;
+    if (typeof p.reasoning === 'string') into.reasoning += p.reasoning;
+    if (typeof p.refusal === 'string') into.refusal += p.refusal;
+    if (Array.isArray(p.tool_calls)) for (const c of p.tool_calls as Array<{ function?: unknown }>) into.calls += callText(c?.function);
+    if (p.function_call) into.calls += callText(p.function_call);
+  }
+  return into;
+}
+
+export const noneGenerated = (): Generated => ({ content: '', reasoning: '', refusal: '', calls: '' });
+
+/** Completion tokens of generated text: each kind counted (router.tokens.ts). */
+export const countGenerated = (g: Generated) => countTexts([g.content, g.reasoning, g.refusal, g.calls]);
+
+export function deltasOf(chunk: Chunk): Array<GeneratedFields | undefined> {
+  return ((chunk.choices as Array<{ delta?: GeneratedFields }>) ?? []).map((c) => c.delta);
 }
 
 /** Counts of a JSON completion: its usage, or counted from the request and the answer. */
 export async function completionCounts(body: Record<string, unknown>, response: Chunk): Promise<UsageCounts> {
   if (validUsage(response.usage)) return { prompt: response.usage.prompt_tokens, completion: response.usage.completion_tokens, counted: false };
-  const out = outputText(((response.choices as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>) ?? []).map((c) => c.message));
-  return { prompt: await countPromptTokens(body), completion: await countCompletionTokens(out.text, out.tools), counted: true };
+  const out = addGenerated(noneGenerated(), ((response.choices as Array<{ message?: GeneratedFields }>) ?? []).map((c) => c.message));
+  return { prompt: await countPromptTokens(body), completion: await countGenerated(out), counted: true };
 }
 
 /** `countPrompt` counts the request's prompt tokens: asked only when the upstream reports none. */
 export function createStreamMeter(head: Chunk[], countPrompt: () => Promise<number>) {
-  let text = '';
-  let tools = '';
+  const delivered = noneGenerated();
   let upstreamUsage: unknown = null;
   let usageChunk: Chunk | null = null;
   let template: Chunk = head[0]!;
@@ -68,17 +107,15 @@ export function createStreamMeter(head: Chunk[], countPrompt: () => Promise<numb
         usageChunk = chunk;
         return null;
       }
-      const out = outputText(deltasOf(chunk));
-      text += out.text;
-      tools += out.tools;
+      addGenerated(delivered, deltasOf(chunk));
       return chunk;
     },
-    /** Billed for what was delivered: nothing when no token reached the client. */
-    billable: (outcome: StreamOutcome) => outcome === 'done' || text !== '' || tools !== '',
+    /** Billed for what was delivered, reasoning included: nothing when no token reached the client. */
+    billable: (outcome: StreamOutcome) => outcome === 'done' || Object.values(delivered).some((t) => t !== ''),
     async counts(outcome: StreamOutcome): Promise<UsageCounts> {
       if (outcome === 'done' && validUsage(upstreamUsage)) return { prompt: upstreamUsage.prompt_tokens, completion: upstreamUsage.completion_tokens, counted: false };
       const reportedPrompt = validUsage(upstreamUsage) ? upstreamUsage.prompt_tokens : null;
-      return { prompt: reportedPrompt ?? (await countPrompt()), completion: await countCompletionTokens(text, tools), counted: true };
+      return { prompt: reportedPrompt ?? (await countPrompt()), completion: await countGenerated(delivered), counted: true };
     },
     /** The chunk that ends the stream: the upstream's usage chunk (or one like it) with counts and cost. */
     finalChunk(outcome: StreamOutcome, counts: UsageCounts, costMicros: bigint, model: string): Chunk {

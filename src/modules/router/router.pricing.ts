@@ -26,23 +26,28 @@ export function usdConverter(site: 'intl' | 'cn', usdPerCny: number): (micros: b
 export interface EstimateSettings {
   /** Prompt tokens counted for each image part (IMAGE_TOKENS). */
   imageTokens: number;
-  /** Completion tokens counted when the request sets no max_tokens (ADMISSION_DEFAULT_MAX_TOKENS). */
+  /** Completion tokens per choice counted when the request sets no maximum (ADMISSION_DEFAULT_MAX_TOKENS). */
   defaultMaxTokens: number;
 }
 
 /** Tokens a chat template may add around the messages (role headers, a default system line). */
 const TEMPLATE_TOKENS = 64;
 
-const isImagePart = (part: unknown): part is object => {
-  const p = part as { type?: unknown; image_url?: unknown } | null;
-  return !!p && typeof p === 'object' && (p.type === 'image_url' || p.type === 'input_image' || p.image_url !== undefined);
+/**
+ * An image part: its `type` says so (`image_url` in chat, `input_image` as vLLM also takes it), and
+ * nothing else does. A text part that carries an `image_url` key is text to the model, and counts.
+ */
+const isImagePart = (part: unknown): part is { image_url?: unknown } => {
+  const type = (part as { type?: unknown } | null)?.type;
+  return type === 'image_url' || type === 'input_image';
 };
 
 /**
- * An upper bound of the prompt's tokens from the whole body: every byte of it except the image
- * parts (a text token stands for at least one byte, and the JSON around messages, tools and
- * templates outweighs what a chat template adds), plus TEMPLATE_TOKENS, plus imageTokens per
- * image part (an image costs what the model's vision encoder makes of it, not its URL's bytes).
+ * An upper bound of the prompt's tokens from the whole body: every byte of it except the images
+ * (a text token stands for at least one byte, and the JSON around messages, tools and templates
+ * outweighs what a chat template adds), plus TEMPLATE_TOKENS, plus imageTokens per image part (an
+ * image costs what the model's vision encoder makes of it, not its URL's bytes). Only an image
+ * part's `image_url` leaves the count: any other key it carries is counted like the rest.
  */
 export function promptTokenBound(body: Record<string, unknown>, bodyBytes: number, imageTokens: number): number {
   let imageBytes = 0;
@@ -54,18 +59,69 @@ export function promptTokenBound(body: Record<string, unknown>, bodyBytes: numbe
     for (const part of content)
       if (isImagePart(part)) {
         images++;
-        imageBytes += JSON.stringify(part).length;
+        // Its length in UTF-16 units is at most its bytes in the body: never more is taken off than it holds.
+        imageBytes += JSON.stringify(part.image_url ?? null).length;
       }
   }
   return Math.max(0, bodyBytes - imageBytes) + TEMPLATE_TOKENS + images * imageTokens;
 }
 
+const positiveInteger = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
+
 /**
- * An upper bound of a request's cost for admission: the prompt bound above, and completion
- * tokens bounded by max_completion_tokens / max_tokens or the configured default.
+ * The completion a request may ask for: `choices` (its `n`, at least 1) of at most `perChoice`
+ * tokens each, the larger of max_completion_tokens and max_tokens (servers take one or the other
+ * first); null when it sets neither.
  */
-export function estimateCost(price: Price, bodyBytes: number, body: Record<string, unknown>, settings: EstimateSettings): bigint {
+export function completionAsked(body: Record<string, unknown>): { choices: number; perChoice: number | null } {
+  const choices = positiveInteger(body.n) ? body.n : 1;
+  const set = [body.max_completion_tokens, body.max_tokens].filter(positiveInteger);
+  return { choices, perChoice: set.length ? Math.max(...set) : null };
+}
+
+/** What admission holds for a request: its prompt bound, and its completion bound (choices × per choice). */
+export interface RequestBound {
+  promptTokens: number;
+  choices: number;
+  /** The caller's maximum per choice, or the configured default. */
+  perChoice: number;
+  /** The caller set a maximum (max_tokens, max_completion_tokens; Responses' max_output_tokens becomes max_tokens). */
+  callerMax: boolean;
+}
+
+export function requestBound(body: Record<string, unknown>, bodyBytes: number, settings: EstimateSettings): RequestBound {
+  const { choices, perChoice } = completionAsked(body);
+  return { promptTokens: promptTokenBound(body, bodyBytes, settings.imageTokens), choices, perChoice: perChoice ?? settings.defaultMaxTokens, callerMax: perChoice !== null };
+}
+
+/**
+ * An upper bound of a request's cost for admission: the prompt bound above, and the completion
+ * bounded by max(n, 1) × (max_completion_tokens / max_tokens, or the configured default per choice).
+ */
+export function estimateCost(price: Price, bound: RequestBound): bigint {
   if (price.unit === 'per_request') return price.priceMicros;
-  const max = [body.max_completion_tokens, body.max_tokens].find((v) => typeof v === 'number' && Number.isInteger(v) && v > 0) as number | undefined;
-  return costOf(price, promptTokenBound(body, bodyBytes, settings.imageTokens), max ?? settings.defaultMaxTokens);
+  return costOf(price, bound.promptTokens, bound.choices * bound.perChoice);
+}
+
+/**
+ * Completion tokens per choice a request is served with at least, when its wallet (or key) cannot
+ * hold its whole bound: an answer cut shorter is of little use, and its prompt costs all the same.
+ */
+export const MIN_ALLOWANCE_PER_CHOICE = 64;
+
+/**
+ * The least a request is served with: its prompt bound and MIN_ALLOWANCE_PER_CHOICE tokens per
+ * choice (its own maximum when smaller; the per-request price as it is).
+ */
+export function minimumCost(price: Price, bound: RequestBound): bigint {
+  if (price.unit === 'per_request') return price.priceMicros;
+  return costOf(price, bound.promptTokens, bound.choices * Math.min(bound.perChoice, MIN_ALLOWANCE_PER_CHOICE));
+}
+
+/** The most tokens whose cost (costOf, rounded half up) is at most `micros`; unbounded at a zero price. */
+export function tokensWithin(price: Price, micros: bigint): number {
+  if (price.priceMicros <= 0n) return Number.POSITIVE_INFINITY;
+  // cost ≤ micros ⟺ tokens × price + HALF < (micros + 1) × MILLION.
+  const most = ((micros + 1n) * MILLION - HALF - 1n) / price.priceMicros;
+  return most > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(most);
 }

@@ -30,6 +30,7 @@ export const UsageResponse = t.Object({
       status: t.Integer(),
       streamed: t.Boolean(),
       latency_ms: t.Integer(),
+      clamped: t.Boolean({ description: 'the completion was billed at the request maximum, below the completion_tokens the upstream reported' }),
     }),
   ),
   next_cursor: t.Union([t.String(), t.Null()]),

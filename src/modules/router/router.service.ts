@@ -2,9 +2,10 @@
  * The router: resolves what the caller asked for (a model slug or a route name) to candidate
  * (model, backend) pairs, and takes every request down one path:
  *
- *   admit (an upper bound of the cost held against the wallet)
+ *   admit (an upper bound of the cost held against the wallet and the key, or less with a
+ *          completion allowance the request is then held to)
  *   → call (the candidates in order until one produces output: failover before the first byte)
- *   → meter (what was used, router.meter.ts)
+ *   → meter (what was used, router.meter.ts; the completion billed clamped to the request's maximum)
  *   → commit (the usage row and its debit, durable before the answer ends; then the hold ends).
  *
  * The gateway and the agents module call it; other entry points use `metering` for the same path.
@@ -17,16 +18,16 @@ import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
-import { type Ticket, createAdmission } from './router.admission';
+import { type Need, type Ticket, createAdmission } from './router.admission';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
 import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { type BackendLease, leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
-import { type StreamOutcome, type UsageCounts, completionCounts, createStreamMeter, deltasOf, outputText } from './router.meter';
-import { type EstimateSettings, type Price, costOf, estimateCost, usdConverter } from './router.pricing';
-import { countCompletionTokens, countPromptTokens, loadTokenizer } from './router.tokens';
+import { type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from './router.meter';
+import { type EstimateSettings, type Price, type RequestBound, costOf, estimateCost, minimumCost, requestBound, tokensWithin, usdConverter } from './router.pricing';
+import { countPromptTokens, loadTokenizer } from './router.tokens';
 import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
@@ -79,14 +80,21 @@ interface Candidate {
 interface Plan {
   entrypoint: string;
   candidates: Candidate[];
-  estimateMicros: bigint;
+  /** The request's upper bound of cost, and the least it can be served with (the most of either over the candidates). */
+  need: Need;
+  /** A chat request's prompt and completion bound; null for a kind without completion. */
+  bound: RequestBound | null;
 }
 
-/** A request past admission: its plan, its hold on the wallet (none for anonymous calls), its start. */
+/**
+ * A request past admission: its plan, its holds on the wallet and the key (none for anonymous
+ * calls), what they hold (its upper bound, or less: then its completion has an allowance), its start.
+ */
 export interface Admitted {
   req: ChatRequest;
   plan: Plan;
   ticket: Ticket | null;
+  holdMicros: bigint;
   started: number;
 }
 
@@ -100,23 +108,39 @@ export interface Served {
 export interface Metered {
   model: string;
   backend: string | null;
+  /** As reported (or counted); the cost may be of fewer completion tokens (`clamped`). */
   counts: UsageCounts;
   costMicros: bigint;
   status: number;
   streamed: boolean;
   aborted: boolean;
+  /** The completion was billed at the request's maximum, below what was reported. */
+  clamped: boolean;
 }
 
-/** What kind of request a body is: how it is validated and how its cost is bounded for admission. */
+/**
+ * What kind of request a body is: how it is validated and how its cost is bounded for admission.
+ * Without `estimate` it is a chat request, bounded by its prompt and completion (router.pricing.ts).
+ */
 export interface RequestKind {
   validate(body: unknown): asserts body is Record<string, unknown>;
-  estimate(price: Price, bodyBytes: number, body: Record<string, unknown>, settings: EstimateSettings): bigint;
+  estimate?(price: Price, bodyBytes: number, body: Record<string, unknown>): bigint;
 }
 
-const CHAT: RequestKind = { validate: validateChatBody, estimate: estimateCost };
+const CHAT: RequestKind = { validate: validateChatBody };
 const EMBEDDINGS: RequestKind = { validate: validateEmbeddingsBody, estimate: estimateEmbeddingCost };
 
 const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, counted: false };
+
+/** The largest value a count field takes (a PostgreSQL integer, as servers type them). */
+const MAX_COUNT = 2_147_483_647;
+
+/** `name`, when present (and not null), must be a positive integer. */
+function optionalCount(b: Record<string, unknown>, name: string) {
+  const v = b[name];
+  if (v !== undefined && v !== null && !(typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_COUNT))
+    throw new AppError('invalid', `${name} must be a positive integer`);
+}
 
 export function validateChatBody(body: unknown): asserts body is Record<string, unknown> {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid', 'the request body must be a JSON object');
@@ -124,6 +148,8 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
   if (typeof b.model !== 'string' || b.model === '') throw new AppError('invalid', 'model is required (a string)');
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw new AppError('invalid', 'messages is required (a non-empty array)');
   if (b.stream !== undefined && typeof b.stream !== 'boolean') throw new AppError('invalid', 'stream must be a boolean');
+  // Servers coerce "20" or 20.0 to 20 choices or tokens: the hold must read what they will.
+  for (const name of ['n', 'max_tokens', 'max_completion_tokens']) optionalCount(b, name);
 }
 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
@@ -159,7 +185,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   });
 
   function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind): Plan {
-    const estimate = (c: Candidate) => kind.estimate(c.price, bodyBytes, body, estimates);
+    const bound = kind.estimate ? null : requestBound(body, bodyBytes, estimates);
+    const estimate = (c: Candidate) => (bound ? estimateCost(c.price, bound) : kind.estimate!(c.price, bodyBytes, body));
+    const minimum = (c: Candidate) => (bound ? minimumCost(c.price, bound) : estimate(c));
     const asked = body.model as string;
     const route = settings.routes.get(asked);
     const priced = (slug: string): Candidate | null => {
@@ -184,12 +212,51 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       if (!backends.has(asked)) throw new AppError('unavailable', `no backend serves model "${asked}"`);
       candidates = [c];
     }
-    let estimateMicros = 0n;
+    const need: Need = { estimate: 0n, minimum: 0n };
     for (const c of candidates) {
       const e = estimate(c);
-      if (e > estimateMicros) estimateMicros = e;
+      const m = minimum(c);
+      if (e > need.estimate) need.estimate = e;
+      if (m > need.minimum) need.minimum = m;
     }
-    return { entrypoint: asked, candidates, estimateMicros };
+    return { entrypoint: asked, candidates, need, bound };
+  }
+
+  /**
+   * The most completion tokens per choice a request may have on `slug`: the caller's maximum, or
+   * less when its hold is below its bound there (the allowance the hold affords after the prompt
+   * bound, at least one token); null when neither bounds it.
+   */
+  function perChoiceLimit(a: Admitted, slug: string): number | null {
+    const bound = a.plan.bound;
+    if (!bound) return null;
+    const caller = bound.callerMax ? bound.perChoice : null;
+    const price = a.plan.candidates.find((c) => c.slug === slug)!.price;
+    if (price.unit === 'per_request' || a.holdMicros >= estimateCost(price, bound)) return caller;
+    const allowance = Math.max(1, Math.floor((tokensWithin(price, a.holdMicros) - bound.promptTokens) / bound.choices));
+    return caller === null ? allowance : Math.min(caller, allowance);
+  }
+
+  /** The request's maximum fields for the upstream when its allowance is below what the caller asked (or the caller asked none). */
+  function allowanceFields(a: Admitted, slug: string): Record<string, number> | null {
+    const limit = perChoiceLimit(a, slug);
+    const bound = a.plan.bound;
+    if (limit === null || !bound || (bound.callerMax && limit === bound.perChoice)) return null;
+    const body = a.req.body;
+    // The caller's own fields are overwritten; without either, max_tokens, which every chat server reads.
+    const own = body.max_completion_tokens != null;
+    return { ...(own ? { max_completion_tokens: limit } : {}), ...(!own || body.max_tokens != null ? { max_tokens: limit } : {}) };
+  }
+
+  /**
+   * What a served request is billed for: the counts, with the completion clamped to n × the per-choice
+   * limit (the caller's maximum or the allowance) when more was reported; the row keeps the figure.
+   */
+  function billed(a: Admitted, candidate: Candidate, counts: UsageCounts): { costMicros: bigint; clamped: boolean } {
+    const limit = perChoiceLimit(a, candidate.slug);
+    const most = limit === null ? counts.completion : limit * a.plan.bound!.choices;
+    const clamped = counts.completion > most;
+    return { costMicros: costOf(candidate.price, counts.prompt, clamped ? most : counts.completion), clamped };
   }
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
@@ -204,24 +271,26 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     kind.validate(req.body);
     const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string) : null;
     const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
-    if (!req.caller) return { req, plan: p, ticket: null, started };
-    const keyHold = await keyLimits.admit(key, p.estimateMicros, req.signal);
+    if (!req.caller) return { req, plan: p, ticket: null, holdMicros: p.need.estimate, started };
+    const keyHold = await keyLimits.admit(key, p.need, req.signal);
     let wallet: Ticket;
     try {
-      wallet = await admission.admit(req.caller.userId, p.estimateMicros, req.signal);
+      // What the key holds bounds what the wallet needs.
+      wallet = await admission.admit(req.caller.userId, keyHold ? { ...p.need, estimate: keyHold.holdMicros } : p.need, req.signal);
     } catch (err) {
       keyHold?.release();
       throw err;
     }
     const ticket: Ticket = keyHold
       ? {
+          holdMicros: wallet.holdMicros,
           release() {
             wallet.release();
             keyHold.release();
           },
         }
       : wallet;
-    return { req, plan: p, ticket, started };
+    return { req, plan: p, ticket, holdMicros: ticket.holdMicros, started };
   }
 
   /**
@@ -236,7 +305,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       const aborted = a.req.signal?.aborted === true;
       const status = aborted ? CLIENT_CLOSED_REQUEST : statusOf(err);
       // The failure is what the caller hears, whatever became of its (costless) usage row.
-      await commit(a, { model: a.plan.candidates[0]!.slug, backend: null, counts: NOTHING_USED, costMicros: 0n, status, streamed, aborted }).catch(() => {});
+      await commit(a, { model: a.plan.candidates[0]!.slug, backend: null, counts: NOTHING_USED, costMicros: 0n, status, streamed, aborted, clamped: false }).catch(() => {});
       throw err;
     }
   }
@@ -260,13 +329,15 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
           return { served: { candidate, lease }, result };
         } catch (err) {
           lease.release();
-          const e = err instanceof AttemptError ? err : new AttemptError('upstream', String(err));
-          if (e.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
-          if (e.reason === 'invalid') throw new AppError('invalid', `upstream refused the request: ${e.message}`);
-          last = e;
-          if (e.reason === 'deadline') break attempts; // the backend was cut short, not found failing
-          backends.markFailed(backend, e.message);
-          answered ||= e.reason === 'upstream';
+          // Anything but an AttemptError was thrown by our own code: not the backend's fault.
+          if (!(err instanceof AttemptError)) throw err;
+          if (err.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
+          if (err.reason === 'invalid') throw new AppError(err.status === 413 ? 'payload_too_large' : 'invalid', `upstream refused the request: ${err.message}`);
+          last = err;
+          if (err.reason === 'deadline') break attempts; // the backend was cut short, not found failing
+          // A refusal of this request is an answer: the next backend is tried, this one stays in rotation.
+          if (err.reason !== 'refused') backends.markFailed(backend, err.message);
+          answered ||= err.reason !== 'connect';
         }
       }
     }
@@ -294,12 +365,21 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       costMicros: m.costMicros,
       costUsdMicros: toUsd(m.costMicros),
       tokensCounted: m.counts.counted,
+      clamped: m.clamped,
       latencyMs: Math.round(performance.now() - a.started),
       status: m.status,
       streamed: m.streamed,
       aborted: m.aborted,
       requestId: a.req.requestId ?? null,
     };
+    if (m.clamped)
+      ctx.log.warn({ usage_id: record.id, user_id: record.userId, model: m.model, backend: m.backend, completion_tokens: m.counts.completion }, 'completion tokens clamped to the request maximum: the upstream reported more than it was asked for');
+    // The overspend bound rests on every cost staying within its hold: say so when one did not.
+    if (m.costMicros > a.holdMicros)
+      ctx.log.warn(
+        { usage_id: record.id, user_id: record.userId, model: m.model, backend: m.backend, prompt_tokens: m.counts.prompt, cost_micros: String(m.costMicros), hold_micros: String(a.holdMicros) },
+        'request cost above its admission hold: the upstream counted more prompt tokens than the body bounds (an image above IMAGE_TOKENS?)',
+      );
     // Once the row has its outcome: the holds end, and a written row counts in the metrics.
     const settled = (outcome: RowOutcome) => {
       a.ticket?.release();
@@ -313,22 +393,25 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       throw new AppError('unavailable', 'the usage of this request could not be recorded, so it is not answered (nothing was billed)');
   }
 
-  function payloadFor(body: Record<string, unknown>, slug: string, stream: boolean): string {
+  /** The upstream's request body: the caller's, for `slug`, with the completion allowance when it has one. */
+  function payloadFor(a: Admitted, slug: string, stream: boolean): string {
+    const body = a.req.body;
+    const allowance = allowanceFields(a, slug);
     // completeChat given stream: true (a library caller) still gets one JSON answer.
-    if (!stream) return JSON.stringify(body.stream === true ? { ...body, model: slug, stream: false, stream_options: undefined } : { ...body, model: slug });
+    if (!stream) return JSON.stringify(body.stream === true ? { ...body, model: slug, ...allowance, stream: false, stream_options: undefined } : { ...body, model: slug, ...allowance });
     const options = body.stream_options && typeof body.stream_options === 'object' ? body.stream_options : {};
-    return JSON.stringify({ ...body, model: slug, stream: true, stream_options: { ...options, include_usage: true } });
+    return JSON.stringify({ ...body, model: slug, ...allowance, stream: true, stream_options: { ...options, include_usage: true } });
   }
 
   async function completeChat(req: ChatRequest): Promise<{ response: Chunk; costMicros: bigint }> {
     const a = await admit(req);
-    const { served, result: response } = await call(a, false, (upstream, slug, control) => completeOnce(upstream, payloadFor(req.body, slug, false), control, settings.firstByteTimeoutMs));
+    const { served, result: response } = await call(a, false, (upstream, slug, control) => completeOnce(upstream, payloadFor(a, slug, false), control, settings.firstByteTimeoutMs));
     served.lease.release();
     const counts = await completionCounts(req.body, response);
-    const costMicros = costOf(served.candidate.price, counts.prompt, counts.completion);
+    const { costMicros, clamped } = billed(a, served.candidate, counts);
     const base = counts.counted ? { prompt_tokens: counts.prompt, completion_tokens: counts.completion, total_tokens: counts.prompt + counts.completion } : (response.usage as Record<string, unknown>);
     response.usage = { ...base, cost: toMajor(costMicros) };
-    await commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false });
+    await commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts, costMicros, status: 200, streamed: false, aborted: false, clamped });
     return { response, costMicros };
   }
 
@@ -351,12 +434,11 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const a = await admit(req);
     const prompt = promptCounter(req.body, a.plan.candidates);
     const { served, result: opened } = await call(a, true, (upstream, slug, control) =>
-      openStreamOnce(upstream, payloadFor(req.body, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
+      openStreamOnce(upstream, payloadFor(a, slug, true), control, { connectMs: settings.connectTimeoutMs, firstByteMs: settings.firstByteTimeoutMs }),
     );
     const { candidate, lease } = served;
-    const firstOut = outputText(opened.head.flatMap(deltasOf));
-    const headerCostMicros =
-      candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), await countCompletionTokens(firstOut.text, firstOut.tools));
+    const firstOut = addGenerated(noneGenerated(), opened.head.flatMap(deltasOf));
+    const headerCostMicros = candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), await countGenerated(firstOut));
     const meter = createStreamMeter(opened.head, prompt);
 
     /** Ends the stream's accounting once, whichever way it ended; resolves after the commit. */
@@ -365,9 +447,9 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       (ending ??= (async () => {
         lease.release();
         const counts = await meter.counts(outcome);
-        const cost = meter.billable(outcome) ? costOf(candidate.price, counts.prompt, counts.completion) : 0n;
+        const { costMicros: cost, clamped } = meter.billable(outcome) ? billed(a, candidate, counts) : { costMicros: 0n, clamped: false };
         const status = outcome === 'done' ? 200 : outcome === 'client' ? CLIENT_CLOSED_REQUEST : 502;
-        await commit(a, { model: candidate.slug, backend: lease.backend.url, counts, costMicros: cost, status, streamed: true, aborted: outcome !== 'done' });
+        await commit(a, { model: candidate.slug, backend: lease.backend.url, counts, costMicros: cost, status, streamed: true, aborted: outcome !== 'done', clamped });
         return { counts, cost };
       })());
 

@@ -22,6 +22,8 @@ export const routerUsage = pgTable(
     costUsdMicros: bigint('cost_usd_micros', { mode: 'bigint' }).notNull(),
     /** True when the prompt/completion counts came from our tokenizer, not the upstream. */
     tokensCounted: boolean('tokens_counted').notNull(),
+    /** The completion was billed at the request's maximum (max(n, 1) × max_tokens), below the reported completion_tokens kept here. */
+    clamped: boolean('clamped').notNull().default(false),
     latencyMs: integer('latency_ms').notNull(),
     status: integer('status').notNull(),
     streamed: boolean('streamed').notNull(),

@@ -182,7 +182,3 @@ export async function countPromptTokens(body: Record<string, unknown>): Promise<
   return n + (await countTexts(texts));
 }
 
-/** Tokens of a completion message (text, and tool call names and arguments). */
-export async function countCompletionTokens(text: string, toolCallText: string): Promise<number> {
-  return countTexts([text, toolCallText]);
-}

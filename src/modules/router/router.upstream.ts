@@ -8,16 +8,21 @@
  */
 import { createParser } from 'eventsource-parser';
 import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../platform/http/http1-client';
+import { deltasOf, hasOutput } from './router.meter';
 
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
   constructor(
     /**
      * 'connect': no answer; 'upstream': an answer that is an error or garbage; 'invalid': the request
-     * itself is refused; 'deadline': the request's own time ran out (not the backend's fault).
+     * itself is refused (no backend would take it); 'refused': this backend will not serve it (402,
+     * 403, 404), another may; 'deadline': the request's own time ran out. Only 'connect' and
+     * 'upstream' are the backend's fault.
      */
-    readonly reason: 'connect' | 'upstream' | 'invalid' | 'aborted' | 'deadline',
+    readonly reason: 'connect' | 'upstream' | 'invalid' | 'refused' | 'aborted' | 'deadline',
     message: string,
+    /** The upstream's HTTP status, when it answered one. */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -96,15 +101,22 @@ function failureOf(err: unknown, control: AttemptControl): AttemptError {
   return new AttemptError('connect', (err as Error)?.message ?? String(err));
 }
 
+/** How servers say a request is longer than the model's context (vLLM, OpenAI, TGI, llama.cpp, Ollama). */
+const CONTEXT_EXCEEDED = /context[ _-]?length|maximum context|context window|context size/i;
+
 async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
   let detail = '';
   try {
     const body = JSON.parse(await res.text()) as { error?: { message?: unknown } | string };
     detail = typeof body.error === 'string' ? body.error : String(body.error?.message ?? '');
   } catch {}
-  // 400/422: the request itself is wrong; no other backend would take it.
-  if (res.status === 400 || res.status === 422) return new AttemptError('invalid', detail || `upstream refused the request (${res.status})`);
-  return new AttemptError('upstream', `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`);
+  const message = `upstream answered ${res.status}${detail ? `: ${detail}` : ''}`;
+  // The request itself is wrong (malformed, too large, longer than the model's context, whatever the
+  // status says so): no other backend would take it.
+  if (res.status === 400 || res.status === 413 || res.status === 422 || CONTEXT_EXCEEDED.test(detail)) return new AttemptError('invalid', detail || `upstream refused the request (${res.status})`, res.status);
+  // Payment, permission, an unknown model: this backend's answer to this request, not a failure of the backend.
+  if (res.status === 402 || res.status === 403 || res.status === 404) return new AttemptError('refused', message, res.status);
+  return new AttemptError('upstream', message, res.status);
 }
 
 function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
@@ -143,12 +155,12 @@ async function jsonOnce(upstream: Upstream, path: string, payload: string, contr
   }
 }
 
-/** True for a chunk that carries output (text, a tool call, a finish reason) or usage. */
+/** True for a chunk that carries output (text or reasoning, a call, a finish reason) or usage. */
 export function isMeaningful(chunk: Chunk): boolean {
   if (chunk.usage) return true;
-  const choices = chunk.choices as Array<{ delta?: { content?: unknown; tool_calls?: unknown; refusal?: unknown }; finish_reason?: unknown }> | undefined;
+  const choices = chunk.choices as Array<{ finish_reason?: unknown }> | undefined;
   if (!Array.isArray(choices)) return false;
-  return choices.some((c) => (typeof c.delta?.content === 'string' && c.delta.content !== '') || c.delta?.tool_calls || c.delta?.refusal || c.finish_reason);
+  return choices.some((c) => c.finish_reason) || deltasOf(chunk).some(hasOutput);
 }
 
 export interface OpenedUpstream {

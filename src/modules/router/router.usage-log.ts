@@ -24,7 +24,7 @@ export interface UsageLogQuery {
 /** Rows per database read of the CSV export. */
 const EXPORT_PAGE = 1000;
 
-const COLUMNS = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms'] as const;
+const COLUMNS = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms', 'clamped'] as const;
 
 type UsageRow = typeof routerUsage.$inferSelect;
 const usageView = (r: UsageRow) => ({
@@ -40,11 +40,12 @@ const usageView = (r: UsageRow) => ({
   status: r.status,
   streamed: r.streamed,
   latency_ms: r.latencyMs,
+  clamped: r.clamped,
 });
 
 /**
  * One RFC 4180 field: quoted when it holds a comma, quote, CR or LF, quotes doubled. Hand-written:
- * twelve known columns of plain values need these three lines, not a CSV library.
+ * thirteen known columns of plain values need these three lines, not a CSV library.
  */
 function csvField(value: unknown): string {
   const text = value === null || value === undefined ? '' : String(value);

@@ -26,6 +26,8 @@ export interface UsageRecord {
   costMicros: bigint;
   costUsdMicros: bigint;
   tokensCounted: boolean;
+  /** The completion was billed at the request's maximum, below the reported figure the row keeps. */
+  clamped: boolean;
   latencyMs: number;
   status: number;
   streamed: boolean;
@@ -102,6 +104,7 @@ const wireOf = (r: UsageRecord) => ({
   x: String(r.costMicros),
   y: String(r.costUsdMicros),
   n: r.tokensCounted,
+  z: r.clamped,
   l: r.latencyMs,
   s: r.status,
   r: r.streamed,
@@ -124,6 +127,7 @@ const WIRE_COLUMNS: ReadonlyArray<readonly [key: keyof Wire, column: string, typ
   ['x', 'cost_micros', 'bigint'],
   ['y', 'cost_usd_micros', 'bigint'],
   ['n', 'tokens_counted', 'boolean'],
+  ['z', 'clamped', 'boolean'],
   ['l', 'latency_ms', 'integer'],
   ['s', 'status', 'integer'],
   ['r', 'streamed', 'boolean'],
@@ -173,6 +177,8 @@ function recordOf(line: unknown): UsageRecord {
     costMicros: BigInt(w.x),
     costUsdMicros: BigInt(w.y),
     tokensCounted: w.n,
+    // Journals written before the mark existed have none.
+    clamped: w.z ?? false,
     latencyMs: w.l,
     status: w.s,
     streamed: w.r,
@@ -204,9 +210,9 @@ const insertSql = (replay: boolean) => `
       from json_to_recordset($1::text::json) as w(${WIRE_COLUMNS.map(([key, , type]) => `${key} ${type}`).join(', ')})
     ), usage_rows as (
       insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id)
+        cost_micros, currency, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id)
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, $2, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted, request_id
+        cost_micros, $2, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id
       from batch
       ${replay ? 'on conflict (id) do nothing returning id' : ''}
     ), inserted as (

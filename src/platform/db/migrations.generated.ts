@@ -15,6 +15,7 @@ import m12 from '../../../migrations/0012_key_limits.sql' with { type: 'text' };
 import m13 from '../../../migrations/0013_key_spend_grants.sql' with { type: 'text' };
 import m14 from '../../../migrations/0014_replicas.sql' with { type: 'text' };
 import m15 from '../../../migrations/0015_payment_refunds.sql' with { type: 'text' };
+import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text' };
 import type { Migration } from './migrate';
 
 export const embeddedMigrations: Migration[] = [
@@ -34,4 +35,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0013_key_spend_grants', sql: m13 },
   { name: '0014_replicas', sql: m14 },
   { name: '0015_payment_refunds', sql: m15 },
+  { name: '0016_usage_clamped', sql: m16 },
 ];

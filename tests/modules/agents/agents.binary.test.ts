@@ -58,6 +58,28 @@ describe('agents in the compiled binary (postgres)', () => {
     expect((await call('GET', '/v1/vaults')).status).toBe(501);
   });
 
+  test('a body nested more than 64 levels is 400 on agent create and update and on events; 64 levels are taken', async () => {
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const send = (method: string, path: string, text: string) =>
+      fetch(`${cpd.url}${path}`, { method, headers: { 'content-type': 'application/json', authorization: `ApiKey ${KEY}` }, body: text });
+    const deep = { error: 'the request body is nested more than 64 levels deep' };
+    // Levels: the body, tools, a tool, parameters, then x and the arrays in it.
+    const agentWith = (levels: number) => `{"model":"${MODEL}","tools":[{"type":"function","name":"f","parameters":{"x":${nested(levels - 4)}}}]}`;
+    expect((await send('POST', '/v1/agents', agentWith(64))).status).toBe(201);
+    for (const levels of [65, 20_000]) {
+      const r = await send('POST', '/v1/agents', agentWith(levels));
+      expect([levels, r.status, await r.json()]).toEqual([levels, 400, deep]);
+    }
+    const agent = (await (await call('POST', '/v1/agents', { model: MODEL })).json()) as { id: string };
+    const update = await send('POST', `/v1/agents/${agent.id}`, agentWith(20_000));
+    expect([update.status, await update.json()]).toEqual([400, deep]);
+    const session = (await (await call('POST', '/v1/agents/sessions', { agent_id: agent.id })).json()) as { id: string };
+    for (const path of [`/v1/agents/sessions/${session.id}/events`, `/v1/agents/sessions/${session.id}/events/stream`]) {
+      const r = await send('POST', path, `{"role":"tool","tool_call_results":[{"call_id":"c","output":${nested(200_000)}}]}`);
+      expect([path, r.status, await r.json()]).toEqual([path, 400, deep]);
+    }
+  });
+
   test('SIGTERM stops the server cleanly', async () => {
     expect(await cpd.stop()).toBe(0);
   });

@@ -43,7 +43,8 @@ const usageRows = (userId: string) =>
 describe('gateway: metering through the openai client', () => {
   test('JSON completion: fields pass through, usage.cost, X-Cost, exact debit, one usage row', async () => {
     h.up.reset();
-    const u = await fundedUser(h, 1_000_000n);
+    // Enough for the request's whole bound (no max_tokens: 4096 completion tokens), so it goes upstream as sent.
+    const u = await fundedUser(h, 10_000_000n);
     const { data, response } = await u.client.chat.completions
       .create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], temperature: 0.3, top_p: 0.9, user: 'end-user-7', seed: 42 })
       .withResponse();
@@ -54,11 +55,37 @@ describe('gateway: metering through the openai client', () => {
     const sent = h.up.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)!.body!;
     expect(sent).toEqual({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], temperature: 0.3, top_p: 0.9, user: 'end-user-7', seed: 42 });
     await h.t.services.router.flushUsage();
-    expect(await u.balance()).toBe(1_000_000n - 15n * PER_TOKEN);
+    expect(await u.balance()).toBe(10_000_000n - 15n * PER_TOKEN);
     const [row] = await usageRows(u.user.id);
-    expect(row).toMatchObject({ key_id: u.key.id, entrypoint: 'm1', model: 'm1', prompt_tokens: 10, completion_tokens: 5, status: 200, streamed: false, aborted: false, tokens_counted: false });
+    expect(row).toMatchObject({ key_id: u.key.id, entrypoint: 'm1', model: 'm1', prompt_tokens: 10, completion_tokens: 5, status: 200, streamed: false, aborted: false, tokens_counted: false, clamped: false });
     expect(BigInt(row!.cost_micros)).toBe(15n * PER_TOKEN);
     expect(BigInt(row!.cost_usd_micros)).toBe(15n * PER_TOKEN);
+  });
+
+  test('a wallet below the bound: the request is sent the completion allowance what is left affords, and billed within it', async () => {
+    h.up.reset();
+    const lastSent = () => h.up.requests.filter((r) => r.path === '/v1/chat/completions').at(-1)!.body!;
+    // 1.00 buys 1000 tokens; the prompt is bounded by the body's bytes and 64 template tokens.
+    const allowanceOf = (body: object) => 1000 - (JSON.stringify(body).length + 64);
+    const plain = { model: 'm1', messages: [{ role: 'user' as const, content: 'hi' }] };
+    await (await fundedUser(h, 1_000_000n)).client.chat.completions.create(plain);
+    expect(lastSent().max_tokens).toBe(allowanceOf(plain));
+    // A larger maximum of the caller's is lowered in the field it used; a smaller one is sent as it is.
+    const larger = { ...plain, max_completion_tokens: 100_000 };
+    await (await fundedUser(h, 1_000_000n)).client.chat.completions.create(larger);
+    expect(lastSent()).toMatchObject({ max_completion_tokens: allowanceOf(larger) });
+    expect(lastSent().max_tokens).toBeUndefined();
+    await (await fundedUser(h, 1_000_000n)).client.chat.completions.create({ ...plain, max_tokens: 7 });
+    expect(lastSent().max_tokens).toBe(7);
+    // An upstream that reports more than the allowance is billed at the allowance: the wallet ends at zero.
+    h.up.set({ completionTokens: 100_000 });
+    const u = await fundedUser(h, 1_000_000n);
+    const r = await u.client.chat.completions.create(plain);
+    expect(r.usage).toMatchObject({ completion_tokens: 100_000, cost: (10 + allowanceOf(plain)) / 1000 });
+    await h.t.services.router.flushUsage();
+    expect(await u.balance()).toBe(1_000_000n - BigInt(10 + allowanceOf(plain)) * PER_TOKEN);
+    expect((await usageRows(u.user.id))[0]).toMatchObject({ completion_tokens: 100_000, clamped: true });
+    h.up.reset();
   });
 
   test('N parallel requests by one user are N `usage` transactions, each the cost of its request', async () => {

@@ -1,29 +1,79 @@
 /** The admission's upper bound of a request's cost (router.pricing.ts). */
 import { describe, expect, test } from 'bun:test';
-import { estimateCost, promptTokenBound } from '../../../src/modules/router/router.pricing';
+import { costOf, estimateCost, minimumCost, promptTokenBound, requestBound, tokensWithin } from '../../../src/modules/router/router.pricing';
 
 const settings = { imageTokens: 1500, defaultMaxTokens: 4096 };
 const perToken = { unit: 'per_million_tokens' as const, priceMicros: 1_000_000n }; // one micro-unit per token
+const bytesOf = (body: unknown) => JSON.stringify(body).length;
+const estimate = (body: Record<string, unknown>, s = settings) => estimateCost(perToken, requestBound(body, bytesOf(body), s));
 
 describe('admission upper bound', () => {
-  test('an image part counts IMAGE_TOKENS, not its bytes; every other byte of the body counts', () => {
-    const image = { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(100_000)}` } };
+  test("an image part counts IMAGE_TOKENS, not its image's bytes; every other byte of the body counts", () => {
+    const url = { url: `data:image/png;base64,${'A'.repeat(100_000)}` };
+    const image = { type: 'image_url', image_url: url };
     const body = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it?' }, image] }], tools: [{ type: 'function', function: { name: 'f' } }] };
-    const bytes = JSON.stringify(body).length;
-    const bound = promptTokenBound(body, bytes, 1500);
-    expect(bound).toBe(bytes - JSON.stringify(image).length + 64 + 1500);
+    const bytes = bytesOf(body);
+    expect(promptTokenBound(body, bytes, 1500)).toBe(bytes - bytesOf(url) + 64 + 1500);
     // Two images: twice the image tokens.
     const two = { ...body, messages: [{ role: 'user', content: [image, image] }] };
-    expect(promptTokenBound(two, JSON.stringify(two).length, 1500)).toBe(JSON.stringify(two).length - 2 * JSON.stringify(image).length + 64 + 3000);
+    expect(promptTokenBound(two, bytesOf(two), 1500)).toBe(bytesOf(two) - 2 * bytesOf(url) + 64 + 3000);
+    // vLLM's `input_image` parts are images too.
+    const vllm = { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] };
+    expect(promptTokenBound(vllm, bytesOf(vllm), 1500)).toBe(bytesOf(vllm) - bytesOf('https://example.com/a.png') + 64 + 1500);
   });
 
-  test('completion: max_completion_tokens or max_tokens, else the configured default; per-request prices as they are', () => {
+  test('only the type makes an image: a text part with an `image_url` key counts whole, and an image part counts its other keys', () => {
+    const words = 'word '.repeat(20_000);
+    for (const image_url of [null, { url: 'https://example.com/a.png' }, 'x']) {
+      const body = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: words, image_url }] }] };
+      expect(promptTokenBound(body, bytesOf(body), 1500)).toBe(bytesOf(body) + 64);
+    }
+    const url = { url: 'https://example.com/a.png' };
+    const smuggled = { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: url, text: words }] }] };
+    expect(promptTokenBound(smuggled, bytesOf(smuggled), 1500)).toBe(bytesOf(smuggled) - bytesOf(url) + 64 + 1500);
+    expect(promptTokenBound(smuggled, bytesOf(smuggled), 1500)).toBeGreaterThan(words.length);
+  });
+
+  test('completion: max(n, 1) × (max_completion_tokens or max_tokens, the larger, else the default per choice); per-request prices as they are', () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-    const bytes = JSON.stringify(body).length;
-    expect(estimateCost(perToken, bytes, body, settings)).toBe(BigInt(bytes + 64 + 4096));
-    expect(estimateCost(perToken, bytes, { ...body, max_tokens: 5 }, settings)).toBe(BigInt(bytes + 64 + 5));
-    expect(estimateCost(perToken, bytes, { ...body, max_completion_tokens: 7, max_tokens: 5 }, settings)).toBe(BigInt(bytes + 64 + 7));
-    expect(estimateCost(perToken, bytes, body, { ...settings, defaultMaxTokens: 100 })).toBe(BigInt(bytes + 64 + 100));
-    expect(estimateCost({ unit: 'per_request', priceMicros: 2000n }, bytes, body, settings)).toBe(2000n);
+    const prompt = (b: unknown) => bytesOf(b) + 64;
+    expect(estimate(body)).toBe(BigInt(prompt(body) + 4096));
+    for (const [extra, completion] of [
+      [{ max_tokens: 5 }, 5],
+      [{ max_completion_tokens: 7 }, 7],
+      [{ max_completion_tokens: 7, max_tokens: 5 }, 7],
+      [{ max_completion_tokens: 5, max_tokens: 7 }, 7],
+      [{ n: 20, max_tokens: 100 }, 2000],
+      [{ n: 3 }, 3 * 4096],
+      [{ n: 1, max_tokens: null }, 4096],
+      [{ n: null, max_completion_tokens: 9 }, 9],
+    ] as const) {
+      const b = { ...body, ...extra };
+      expect([extra, estimate(b)]).toEqual([extra, BigInt(prompt(b) + completion)]);
+    }
+    expect(estimate(body, { ...settings, defaultMaxTokens: 100 })).toBe(BigInt(prompt(body) + 100));
+    expect(estimateCost({ unit: 'per_request', priceMicros: 2000n }, requestBound(body, bytesOf(body), settings))).toBe(2000n);
+  });
+
+  test('the minimum is the prompt bound and 64 tokens per choice, or the whole bound when it asks fewer', () => {
+    const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], n: 4 };
+    const bound = requestBound(body, bytesOf(body), settings);
+    expect(bound).toEqual({ promptTokens: bytesOf(body) + 64, choices: 4, perChoice: 4096, callerMax: false });
+    expect(minimumCost(perToken, bound)).toBe(BigInt(bytesOf(body) + 64 + 4 * 64));
+    const few = { ...body, max_tokens: 50 };
+    expect(minimumCost(perToken, requestBound(few, bytesOf(few), settings))).toBe(estimate(few));
+    expect(minimumCost({ unit: 'per_request', priceMicros: 2000n }, bound)).toBe(2000n);
+  });
+
+  test('tokensWithin: the most tokens whose rounded cost fits, at every price', () => {
+    for (const priceMicros of [1n, 7n, 1_000n, 999_999n, 1_000_000n, 1_500_000n, 30_000_000n]) {
+      const price = { unit: 'per_million_tokens' as const, priceMicros };
+      for (const micros of [0n, 1n, 2n, 999n, 15_000n, 1_000_000n]) {
+        const t = tokensWithin(price, micros);
+        expect(costOf(price, 0, t)).toBeLessThanOrEqual(micros);
+        expect(costOf(price, 0, t + 1)).toBeGreaterThan(micros);
+      }
+    }
+    expect(tokensWithin({ unit: 'per_million_tokens', priceMicros: 0n }, 0n)).toBe(Number.POSITIVE_INFINITY);
   });
 });

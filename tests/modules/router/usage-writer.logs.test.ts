@@ -24,6 +24,7 @@ const row = (id: string, model: string, promptTokens: number): UsageRecord => ({
   costMicros: 0n,
   costUsdMicros: 0n,
   tokensCounted: true,
+  clamped: false,
   latencyMs: 5,
   status: 200,
   streamed: false,

@@ -1,0 +1,1 @@
+ALTER TABLE "router_usage" ADD COLUMN "clamped" boolean DEFAULT false NOT NULL;
