@@ -144,8 +144,9 @@ describe('three replicas on one PostgreSQL behind a round-robin proxy', () => {
           .withResponse()
           .catch((err) => {
             // Seen in CI: a 503 "database unavailable" after about 5 s, right after the cut above. The replicas' logs
-            // showed CONNECT_TIMEOUT: the test's TCP proxy (then on node:net) had not read a new connection's startup
-            // message. It runs on Bun's own sockets now (tests/support/tcp-proxy.ts); the logs stay here in case.
+            // showed CONNECT_TIMEOUT: a pool slot whose socket closed with a write pending never sent a new
+            // connection's startup message (the driver fix in patches/postgres@3.4.9.patch, tested in
+            // tests/platform/driver.test.ts); the logs stay here in case.
             console.error(`opening a stream failed: ${err}\n${bed.warnings()}`);
             throw err;
           });

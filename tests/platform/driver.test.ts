@@ -6,9 +6,11 @@
  * Counted at a TCP proxy: each round trip is one chunk sent by the client.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createConnection, type Socket } from 'node:net';
 import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import type { Database } from '../../src/platform/db';
-import type { TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
 
 describe('driver round trips (postgres)', () => {
@@ -48,5 +50,51 @@ describe('driver round trips (postgres)', () => {
     const { trips, rows } = await roundTrips(() => database.query<{ n: number }>(sql`select length(${new Uint8Array([1, 2, 3])}::bytea) as n`));
     expect(rows).toEqual([{ n: 3 }]);
     expect(trips).toBe(2);
+  });
+});
+
+/**
+ * A connection whose socket closes while a write is waiting for its setImmediate (a reset, a cut)
+ * must be able to connect again. postgres.js 3.4.9 cancelled that immediate on close without
+ * forgetting it, so the next connection of that pool slot queued its startup message behind a
+ * timer that would never run: every connect of the slot waited for connect_timeout, for the life
+ * of the process (seen as 503s for 5 s at a time on a replica after the database came back).
+ * The socket is this test's own (the driver's `socket` option), so it can be closed in the same
+ * tick as a query is written, before the write's immediate runs.
+ */
+describe('driver reconnect after a close with a write pending (postgres)', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    await t.drop();
+  });
+
+  test('the next connection of the slot writes its startup message and serves', async () => {
+    const url = new URL(t.url!);
+    const sockets: Socket[] = [];
+    const sql = postgres(t.url!, {
+      max: 1,
+      connect_timeout: 2,
+      onnotice: () => {},
+      socket: () =>
+        new Promise<Socket>((resolve, reject) => {
+          const s = createConnection(Number(url.port || 5432), url.hostname, () => resolve(s));
+          s.once('error', reject);
+          sockets.push(s);
+        }),
+    });
+    try {
+      expect(await sql`select 1 as n`).toEqual([{ n: 1 }]);
+      const pending = sql`select 2 as n`.execute();
+      // Closed within this tick: 'close' comes on the next tick, before the write's setImmediate.
+      sockets.at(-1)!.destroy();
+      await expect(pending).rejects.toThrow();
+      expect(await sql`select 3 as n`).toEqual([{ n: 3 }]);
+      expect(sockets).toHaveLength(2);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
   });
 });

@@ -61,11 +61,7 @@ function pump(socket: Socket<Pair>, queue: Buffer[]) {
   }
 }
 
-/**
- * On Bun's own sockets: with node:net, a client's first bytes (PostgreSQL's startup message,
- * written as soon as it connects) were sometimes never read from the accepted socket, and the
- * client waited for its connect_timeout (seen in CI after a cut: one replica's 503s for 5 s).
- */
+/** On Bun's own sockets (`Bun.listen`, `Bun.connect`). */
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   let mode: 'up' | 'cut' | 'stall' | 'hold' = 'up';
   let sentWhileHeld = '';
