@@ -260,7 +260,8 @@ describe('usage rows while the database refuses (commit before the answer)', () 
   let cpd: RunningBinary;
   beforeAll(async () => {
     dir = workDir();
-    cpd = await serve(dir);
+    // A gateway call whose wallet grant cannot be written waits this long for the database before its 503.
+    cpd = await serve(dir, { ROUTER_ADMISSION_WAIT: '1s' });
   }, 60_000);
 
   for (const [i, fault] of FAULTS.entries()) {

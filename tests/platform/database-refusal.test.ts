@@ -13,6 +13,7 @@ import { isDatabaseUnreachable, isTransient, openDatabase } from '../../src/plat
 import { errorResponse } from '../../src/platform/http/errors';
 import { createEmptyPostgresDatabase, PG_HOST_URL } from '../support/db';
 import { captureLogger } from '../support/log-sink';
+import { waitFor } from '../support/wait';
 
 const ADMIN_URL = `${PG_HOST_URL}/postgres`;
 
@@ -124,6 +125,34 @@ describe('the database not serving us, told from a failed query (real PostgreSQL
     const err = await errorOf(`${database.url}?sslmode=require`, 'select 1');
     expect(isDatabaseUnreachable(err)).toBe(true);
     expect(answerTo(err)).toBe(503);
+  });
+
+  test('a connection ended under a query, then refused at its next start: the query that reopens it is refused at once', async () => {
+    // One connection: the slot that held the query in flight is the one reopened.
+    const client = postgres(roleUrl, { max: 1, onnotice: () => {}, connect_timeout: 5, backoff: () => 0.05, fetch_types: false });
+    await admin.unsafe(`grant connect on database "${name}" to ${role}`);
+    try {
+      const [backend] = await client<Array<{ pid: number }>>`select pg_backend_pid() as pid`;
+      const inFlight = client`select pg_sleep(30)`.then(
+        () => null,
+        (err: { code?: string }) => err.code,
+      );
+      await admin.unsafe(`revoke connect on database "${name}" from public, ${role}`);
+      await admin`select pg_terminate_backend(${backend!.pid})`;
+      // The server's FATAL 57P01 is held for a ReadyForQuery; the socket's close settles it.
+      expect(await inFlight).toBe('CONNECTION_CLOSED');
+      const next = { code: null as string | null };
+      client`select 1`.then(
+        () => (next.code = 'served'),
+        (err: { code?: string }) => (next.code = err.code ?? 'failed'),
+      );
+      // Before: held (reconnecting every 50 ms) until CONNECT was granted again.
+      await waitFor(() => next.code, 'the query to be refused', { timeoutMs: 10_000 });
+      expect(next.code).toBe('42501');
+    } finally {
+      await admin.unsafe(`grant connect on database "${name}" to public`);
+      await client.end({ timeout: 1 });
+    }
   });
 
   test('a serialization failure is retried by the writer but is no outage: its own 503 asks for a retry', () => {

@@ -148,8 +148,8 @@ export async function startPrivatePostgres(opts: { password?: string; auth?: 'sc
     async startStandby() {
       const standbyData = join(dir, 'standby');
       const standbyCtl = pgCtlOf(standbyData, join(dir, 'standby.log'));
-      // -R writes the standby's primary_conninfo and standby.signal.
-      await run([join(bin, 'pg_basebackup'), '-D', standbyData, '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-R', '-X', 'stream', '--no-sync']);
+      // -R writes the standby's primary_conninfo and standby.signal; a fast checkpoint starts the copy at once (a spread one waited ~90 s).
+      await run([join(bin, 'pg_basebackup'), '-D', standbyData, '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
       let standbyPort = 0;
       for (let attempt = 0; ; attempt++) {
         standbyPort = await freePort();
