@@ -105,9 +105,8 @@ describe('a stranger is answered 401 before its body is read', () => {
     // Before: every body was read and parsed, 107 → 559 MB. Now not even one body's worth.
     expect(memoryOf(cpd.proc.pid).peak - before.now).toBeLessThan(60 * MB);
     for (const p of posts) {
+      // Bun drops the rest of the body as it comes (the client may well finish sending): the 401 arrives whole.
       expect({ status: p.answer.status, body: JSON.parse(p.answer.body) }).toEqual({ status: 401, body: { error: 'missing or invalid credentials' } });
-      // Answered long before the end of its body.
-      expect(p.answer.sentBytes).toBeLessThan(60 * MB);
       p.close();
     }
   }, 60_000);
