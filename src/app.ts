@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 import { accountsRoutes, createAccountsService } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
-import { agentAuthPlugin, agentsRoutes, createAgentsService, refuseAgentStranger } from './modules/agents';
+import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayRoutes } from './modules/gateway';
@@ -17,7 +17,8 @@ import { createDownloads, createRegistryService, registryPages, registryRoutes }
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import type { AppContext } from './platform/context';
-import { type AuthMode, authModesByRoute, authenticate, authPlugin } from './platform/http/auth';
+import { type AuthMode, authenticate, authPlugin } from './platform/http/auth';
+import { credentialGate } from './platform/http/credential-gate';
 import { jsonBodiesOnly } from './platform/http/body-type';
 import { htmlSecurityHeaders } from './platform/http/html';
 import { foreignOriginGuard } from './platform/http/origin';
@@ -70,28 +71,25 @@ export async function buildApp(ctx: AppContext) {
   // default (exactMirror) copies a value into the schema's shape before validating, so a string
   // where an object or array belongs became {"0": "s", …} and passed (metadata: "x", a body "x").
   // A schema that keeps unknown fields says `additionalProperties: t.Unknown()` (`true` is dropped).
-  // A body that is not JSON fails at parsing, before the auth macro: the gate answers with the
-  // route's auth error first (no credential: 401 whatever the body). Filled once the app is built.
-  let routeAuth = new Map<string, string[]>();
   const agentAuth = {
     cloudKey: ctx.config.agentCloudApiKey,
     resolver: accounts.resolver,
     anonymousLimiter: namedLimiter(ctx, 'agents_anonymous'),
     trustProxy: ctx.config.trustProxy,
   };
-  const strangerGate = async (request: Request, route: string) => {
-    const modes = routeAuth.get(`${request.method} ${route}`);
-    if (!modes) return;
-    if (modes.includes('agent')) await refuseAgentStranger(request, agentAuth);
-    else await authenticate(accounts.resolver, publicOrigin, request, modes as AuthMode[]);
-  };
+  // Every route's credentials are checked before its body is read (no credential: 401 whatever
+  // the body, before it arrives). Told the routes once the app is built.
+  const gate = credentialGate((request, server, modes) =>
+    modes.includes('agent') ? agentPrincipal(request, server, agentAuth) : authenticate(accounts.resolver, publicOrigin, request, modes as AuthMode[]),
+  );
   const app = new Elysia({ normalize: 'typebox' })
     .use(requestLogPlugin(ctx.log))
     .use(httpMetricsPlugin(ctx.metrics))
     // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
-    .use(errorPlugin(ctx.log, strangerGate))
+    .use(errorPlugin(ctx.log))
     .use(foreignOriginGuard(publicOrigin))
+    .use(gate.plugin)
     .use(htmlSecurityHeaders(ctx.config.publicUrl))
     .use(
       openapi({
@@ -125,7 +123,7 @@ export async function buildApp(ctx: AppContext) {
       }),
     );
 
-  routeAuth = authModesByRoute(app.routes);
+  gate.protect(app.routes);
   const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
   return { app, services };
 }

@@ -13,7 +13,10 @@ interface Row {
   n: number;
 }
 
-function writerOn(database: Database, opts: { concurrency?: number; lingerMs?: number; beforeWrite?: (rows: Row[]) => void } = {}) {
+function writerOn(
+  database: Database,
+  opts: { concurrency?: number; lingerMs?: number; beforeWrite?: (rows: Row[]) => void; setAside?: 'records' | 'fails' | 'none' } = {},
+) {
   const { log, lines } = captureLogger();
   const setAside: Array<{ row: Row; reason: string }> = [];
   let writes = 0;
@@ -36,9 +39,14 @@ function writerOn(database: Database, opts: { concurrency?: number; lingerMs?: n
         );
       });
     },
-    async setAside(row, reason) {
-      setAside.push({ row, reason });
-    },
+    ...(opts.setAside === 'none'
+      ? {}
+      : {
+          async setAside(row: Row, reason: string) {
+            if (opts.setAside === 'fails') throw new Error('the dead-letter table is gone');
+            setAside.push({ row, reason });
+          },
+        }),
   });
   return { writer, lines, setAside, writes: () => writes, replays };
 }
@@ -134,6 +142,21 @@ for (const kind of DB_KINDS) {
       expect(writer.setAside).toBe(1);
       expect(lines.some((l) => l.includes('row set aside') && l.includes('p-17'))).toBe(true);
     });
+
+    for (const how of ['fails', 'none'] as const) {
+      test(`a row at fault that cannot be set aside (${how === 'none' ? 'no setAside' : 'setAside fails'}) is answered 'unwritten'; the others are written`, async () => {
+        const { writer, lines } = writerOn(t.database, { concurrency: 1, setAside: how });
+        const rows = Array.from({ length: 10 }, (_, i) => ({ id: `u${how}-${i}`, n: i === 4 ? 3_000_000_000 : i }));
+        const outcomes = await Promise.all(rows.map((r) => writer.add(r)));
+        expect(outcomes).toEqual(rows.map((_, i) => (i === 4 ? 'unwritten' : 'written')));
+        expect(await rowsIn(t.database, `u${how}-`)).toBe(9);
+        expect(writer.setAside).toBe(0);
+        // The row is logged whole once; a failed set-aside says so on a line of its own.
+        const said = how === 'none' ? 'test rows: row not written' : 'test rows: row set aside';
+        expect(lines.filter((l) => l.includes(said) && l.includes(`u${how}-4`))).toHaveLength(1);
+        expect(lines.filter((l) => l.includes('test rows: could not record a row set aside'))).toHaveLength(how === 'fails' ? 1 : 0);
+      });
+    }
 
     test('a batch leaves nothing behind once written: 1000 batches one after another keep no promise alive', async () => {
       const { writer } = writerOn(t.database);

@@ -9,6 +9,7 @@
  *   await pg.close();                               // stops it and removes the directory
  *   await startPrivatePostgres({ password: 'pw' })  // TCP connections authenticate with SCRAM-SHA-256
  *   await startPrivatePostgres({ password: 'pw', auth: 'md5' })  // or with MD5 (the password stored as MD5)
+ *   const standby = await pg.startStandby();        // a hot standby streaming from it (writes: 25006)
  *
  * It runs the Debian server binaries (/usr/lib/postgresql/<major>/bin, or PG_BIN). initdb and the
  * server refuse to run as root: as root they run as the `postgres` OS user (runuser), otherwise as
@@ -22,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { freePort } from './ports';
+import { waitFor } from './wait';
 
 export type ShutdownMode = 'smart' | 'fast' | 'immediate';
 
@@ -35,6 +37,18 @@ export interface PrivatePostgres {
   restart(mode: ShutdownMode): Promise<void>;
   /** The server's log so far (crash recovery, terminated connections). */
   log(): Promise<string>;
+  /**
+   * A hot standby streaming from this cluster (pg_basebackup), on a port of its own: it serves
+   * reads and refuses every write with 25006, as a former primary does after a failover.
+   */
+  startStandby(): Promise<Standby>;
+  close(): Promise<void>;
+}
+
+export interface Standby {
+  port: number;
+  /** Resolves once the standby has replayed everything the primary has written so far. */
+  caughtUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -81,8 +95,9 @@ export async function startPrivatePostgres(opts: { password?: string; auth?: 'sc
   }
   await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions']);
   let port = 0;
-  const options = () => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
-  const pgCtl = (...args: string[]) => run([join(bin, 'pg_ctl'), '-D', data, '-l', logFile, '-w', '-t', '60', ...args]);
+  const options = (on = port) => `-p ${on} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
+  const pgCtlOf = (dataDir: string, log: string) => (...args: string[]) => run([join(bin, 'pg_ctl'), '-D', dataDir, '-l', log, '-w', '-t', '60', ...args]);
+  const pgCtl = pgCtlOf(data, logFile);
 
   // A free port can be taken between the probe and the server's bind: try a few.
   for (let attempt = 0; ; attempt++) {
@@ -130,6 +145,37 @@ export async function startPrivatePostgres(opts: { password?: string; auth?: 'sc
       running = true;
     },
     log: () => Bun.file(logFile).text(),
+    async startStandby() {
+      const standbyData = join(dir, 'standby');
+      const standbyCtl = pgCtlOf(standbyData, join(dir, 'standby.log'));
+      // -R writes the standby's primary_conninfo and standby.signal; a fast checkpoint starts the copy at once (a spread one waited ~90 s).
+      await run([join(bin, 'pg_basebackup'), '-D', standbyData, '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+      let standbyPort = 0;
+      for (let attempt = 0; ; attempt++) {
+        standbyPort = await freePort();
+        try {
+          await standbyCtl('-o', options(standbyPort), 'start');
+          break;
+        } catch (err) {
+          if (attempt >= 4) throw err;
+        }
+      }
+      const lsn = async (on: number, query: string) => {
+        const client = postgres(`postgres://postgres@127.0.0.1:${on}/postgres`, { max: 1, onnotice: () => {} });
+        const [row] = await client.unsafe<Array<{ lsn: string }>>(query);
+        await client.end();
+        return row!.lsn;
+      };
+      return {
+        port: standbyPort,
+        async caughtUp() {
+          const written = await lsn(port, 'select pg_current_wal_lsn()::text as lsn');
+          const replayed = `select (pg_last_wal_replay_lsn() >= '${written}'::pg_lsn)::text as lsn`;
+          await waitFor(() => lsn(standbyPort, replayed), 'the standby to replay what the primary wrote', { until: (done) => done === 'true' });
+        },
+        close: () => standbyCtl('-m', 'immediate', 'stop').then(() => {}),
+      };
+    },
     async close() {
       if (running) await pgCtl('-m', 'immediate', 'stop').catch(() => {});
       rmSync(dir, { recursive: true, force: true });

@@ -6,6 +6,8 @@
  *  - holdAnswers(): passes on what clients send, holds back what the server answers, and keeps
  *    what clients sent from then on (sentWhileHeld());
  *  - restore(): forwards again (stalled and held bytes are delivered);
+ *  - retarget(port): drops every open connection and sends new ones to another server (a
+ *    failover that moved the address to a standby, or back);
  *  - loseNextCommitAck(): the next time the server acknowledges a COMMIT (PostgreSQL's
  *    CommandComplete "COMMIT"), that connection is dropped instead: the transaction is committed
  *    and the client never hears it;
@@ -24,6 +26,7 @@ export interface TcpProxy {
   /** What clients sent since holdAnswers(), as latin1 text. */
   sentWhileHeld(): string;
   restore(): void;
+  retarget(port: number): void;
   loseNextCommitAck(): void;
   loseNextAck(tag: string): void;
   /** How many acknowledgements were dropped. */
@@ -62,7 +65,8 @@ function pump(socket: Socket<Pair>, queue: Buffer[]) {
 }
 
 /** On Bun's own sockets (`Bun.listen`, `Bun.connect`). */
-export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+export async function startTcpProxy(initialPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+  let targetPort = initialPort;
   let mode: 'up' | 'cut' | 'stall' | 'hold' = 'up';
   let sentWhileHeld = '';
   const pairs = new Set<Pair>();
@@ -166,6 +170,10 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     restore() {
       mode = 'up';
       for (const pair of pairs) flush(pair);
+    },
+    retarget(port) {
+      targetPort = port;
+      for (const pair of [...pairs]) reset(pair);
     },
     async close() {
       for (const pair of [...pairs]) reset(pair);

@@ -8,11 +8,13 @@
  * sessions, and is rate limited per address (named limit `agents_anonymous`). A bfvk- key that is
  * presented must still be valid, so a revoked key is refused at once.
  */
+import type { Server } from 'bun';
 import { Elysia } from 'elysia';
 import { safeEqual } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX, type CallerResolver } from '../../platform/http/auth';
 import { clientAddress } from '../../platform/http/client-address';
+import { admit, CREDENTIALS_DETAIL, passOf } from '../../platform/http/credential-gate';
 import type { TokenBucketLimiter } from '../../platform/http/rate-limit';
 import type { Principal } from './agents.service';
 
@@ -23,7 +25,7 @@ function presentedKey(request: Request): string | null {
 }
 
 /** The workspace of anonymous callers from one address (never a user id: those start `usr_`). */
-export const anonymousWorkspace = (address: string | null) => `anonymous:${address ?? 'unknown'}`;
+const anonymousWorkspace = (address: string | null) => `anonymous:${address ?? 'unknown'}`;
 
 export interface AgentAuthDeps {
   cloudKey: string | null;
@@ -33,7 +35,7 @@ export interface AgentAuthDeps {
   trustProxy: boolean;
 }
 
-export async function principalOf(request: Request, address: string | null, deps: AgentAuthDeps): Promise<Principal> {
+async function principalOf(request: Request, address: string | null, deps: AgentAuthDeps): Promise<Principal> {
   const key = presentedKey(request);
   if (key?.startsWith(API_KEY_PREFIX)) {
     const caller = await deps.resolver.callerForKey(key);
@@ -48,28 +50,20 @@ export async function principalOf(request: Request, address: string | null, deps
   return { ownerId: anonymousWorkspace(address), caller: null };
 }
 
-export const agentAuthPlugin = (deps: AgentAuthDeps) => {
-  // Checked in `transform`, which runs before body validation, so a request without a valid key
-  // is 401 whatever its body; `resolve` (after validation) hands the result to the handler.
-  const principals = new WeakMap<Request, Principal>();
-  return new Elysia({ name: 'cpd/agents-auth' }).macro({
+/** The principal of a request to the agent API: what the credential gate (platform/http/credential-gate.ts) runs for its routes, before the body. */
+export const agentPrincipal = (request: Request, server: Pick<Server<unknown>, 'requestIP'> | null, deps: AgentAuthDeps): Promise<Principal> =>
+  principalOf(request, clientAddress(request, server, deps.trustProxy), deps);
+
+export const agentAuthPlugin = (deps: AgentAuthDeps) =>
+  new Elysia({ name: 'cpd/agents-auth' }).macro({
     agentAuth: (_on: true) => ({
+      // Checked by the credential gate before the body is read (a request without a valid key is
+      // 401 whatever its body); here only for a request the gate did not place.
       async transform({ request, server }) {
-        principals.set(request, await principalOf(request, clientAddress(request, server, deps.trustProxy), deps));
+        await admit(request, () => agentPrincipal(request, server, deps));
       },
-      resolve: ({ request }) => ({ principal: principals.get(request)! }),
-      // Read back by the app's parse-error gate (authModesByRoute) and shown in the OpenAPI document.
-      detail: { 'x-cpd-auth': ['agent'] } as Record<string, unknown>,
+      resolve: ({ request }) => ({ principal: passOf<Principal>(request) }),
+      // Read by the credential gate and shown in the OpenAPI document.
+      detail: { [CREDENTIALS_DETAIL]: ['agent'] } as Record<string, unknown>,
     }),
   });
-};
-
-/**
- * For a body that failed to parse (before the macro ran): the 401 the macro would give. Open mode
- * lets anyone call, so only a presented bfvk- key or a configured AGENT_CLOUD_API_KEY is checked,
- * and no anonymous request is spent.
- */
-export async function refuseAgentStranger(request: Request, deps: AgentAuthDeps): Promise<void> {
-  if (deps.cloudKey === null && !presentedKey(request)?.startsWith(API_KEY_PREFIX)) return;
-  await principalOf(request, null, deps);
-}

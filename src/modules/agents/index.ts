@@ -4,7 +4,7 @@ import type { Principal } from './agents.service';
 import { createAgentsCrud } from './agents.service';
 import { createTurns } from './agents.turns';
 
-export { agentAuthPlugin, refuseAgentStranger } from './agents.auth';
+export { agentAuthPlugin, agentPrincipal } from './agents.auth';
 export { agentsRoutes } from './agents.routes';
 export type { ChatModels, ChatRequest } from './agents.chat';
 export type { BilledCaller, Principal } from './agents.service';

@@ -27,6 +27,7 @@
  * limit or period changes.
  */
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
+import { isDatabaseUnreachable } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Logger } from '../../platform/logger';
 
@@ -221,7 +222,8 @@ export function createAdmission(
         }
       } catch (err) {
         if (err instanceof AppError) throw err;
-        if (Date.now() >= deadline) throw new AppError('unavailable', refusals.unavailable);
+        // The database not serving us is answered as on every other route (503 "database unavailable").
+        if (Date.now() >= deadline) throw isDatabaseUnreachable(err) ? err : new AppError('unavailable', refusals.unavailable);
         log.warn({ err, user_id: userId }, 'wallet grant request failed; retrying');
       }
       const left = deadline - Date.now();

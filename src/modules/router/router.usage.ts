@@ -4,10 +4,14 @@
  * together share one transaction, each request awaiting its batch). One transaction per batch,
  * sent in one round trip on PostgreSQL (platform/db's pipelined transaction), inserts the rows (a replayed id inserts nothing), adds the rows it inserted into the hourly and
  * daily rollups, records one `usage` ledger entry per billed row (idempotent on `usage:<row id>`)
- * and lowers this process's wallet grants and API key spend grants by what was spent. A row that cannot be written is kept
- * in router_usage_set_aside with the reason, and the others are written. Writes lock wallets and
+ * and lowers this process's wallet grants and API key spend grants by what was spent. While the database is not
+ * serving us (platform/db's isDatabaseUnreachable) a batch is retried until it does. A row that cannot be written is
+ * kept in router_usage_set_aside with the reason, or in the set-aside file when that insert fails too, and the others
+ * are written: a usage row is never dropped. Writes lock wallets and
  * rollup rows in sorted order so concurrent batches cannot deadlock each other.
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
 import type { AppContext } from '../../platform/context';
@@ -57,6 +61,21 @@ export interface UsageWriterOptions {
   synchronousCommit: boolean;
   /** USAGE_JOURNAL=on: rows are journaled under this directory and answered before their commit (docs/gateway.md). */
   journalDir?: string | null;
+}
+
+/** A row that could not be written, and why: what router_usage_set_aside and the set-aside file keep. */
+interface SetAsideRow {
+  record: UsageRecord;
+  reason: string;
+}
+
+/** Whether `dir` holds files (a missing directory holds none). */
+function hasFiles(dir: string): boolean {
+  try {
+    return readdirSync(dir).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -274,12 +293,60 @@ export function createUsageWriter(
     if (keyGrants) keySpend.committed(keyGrants);
   }
 
-  async function setAside(r: UsageRecord, reason: string): Promise<void> {
-    await database.query(
-      sql`insert into router_usage_set_aside (id, created_at, user_id, row, reason)
-          values (${r.id}, ${r.createdAt.toISOString()}::timestamptz, ${r.userId}, ${JSON.stringify(jsonOf(r))}::jsonb, ${reason})
-          on conflict (id) do nothing`,
+  /** Stores rows that cannot be written in router_usage_set_aside (a row stored before inserts nothing). */
+  async function storeSetAside(rows: SetAsideRow[]): Promise<void> {
+    const values = rows.map(
+      ({ record: r, reason }) => sql`(${r.id}, ${r.createdAt.toISOString()}::timestamptz, ${r.userId}, ${JSON.stringify(jsonOf(r))}::jsonb, ${reason})`,
     );
+    await database.query(sql`insert into router_usage_set_aside (id, created_at, user_id, row, reason) values ${sql.join(values, sql`, `)} on conflict (id) do nothing`);
+  }
+
+  /**
+   * The set-aside file, DATA_DIR/usage-set-aside/*.jsonl: rows whose set-aside insert failed too
+   * (the database went away meanwhile, or refuses the row there as well). A row appended there
+   * survives the death of the process; it is stored in router_usage_set_aside once the database
+   * takes it (retried while the database is not serving us), and a file is deleted once all its
+   * rows are. A file whose rows could not be stored before the process ended, or that a crashed
+   * process left, is retried by the next start on this DATA_DIR (platform/db's journal: each file
+   * locked by its process, so processes sharing the directory store each row once, and a row
+   * stored twice inserts nothing the second time). Opened at start when files wait there, else at
+   * the first row that needs it.
+   */
+  function openSetAsideFile() {
+    const stored = createBatchWriter<SetAsideRow>({
+      name: 'usage set-aside',
+      log: ctx.log,
+      write: (rows) => storeSetAside(rows),
+      describe: ({ record, reason }) => ({ ...jsonOf(record), set_aside_for: reason }),
+      concurrency: 1,
+    });
+    const file = openJournal<SetAsideRow>({
+      dir: setAsideDir,
+      name: 'usage set-aside',
+      log: ctx.log,
+      encode: ({ record, reason }) => `{"reason":${JSON.stringify(reason)},"row":${wireTextOf(record)}}`,
+      decode: (line) => ({ record: recordOf((line as { row: unknown }).row), reason: String((line as { reason: unknown }).reason) }),
+      ship: (row) => stored.add(row),
+      // Files of processes that are gone are retried by the next start, not every few seconds.
+      sweepEveryMs: null,
+    });
+    return { stored, file };
+  }
+  const setAsideDir = join(ctx.config.dataDir, 'usage-set-aside');
+  let setAsideFile = hasFiles(setAsideDir) ? openSetAsideFile() : null;
+
+  /**
+   * A row that cannot be written goes to router_usage_set_aside; if that fails too, to the
+   * set-aside file. Throws (the row then stays unwritten) only when the file cannot be appended to.
+   */
+  async function setAside(record: UsageRecord, reason: string): Promise<void> {
+    try {
+      await storeSetAside([{ record, reason }]);
+    } catch (err) {
+      setAsideFile ??= openSetAsideFile();
+      void setAsideFile.file.append({ record, reason });
+      ctx.log.error({ err, row_id: record.id, dir: setAsideDir }, 'usage: set-aside row kept in the set-aside file until router_usage_set_aside takes it');
+    }
   }
 
   // Journaled rows wait for nobody: their commits linger a moment to gather larger batches.
@@ -315,7 +382,13 @@ export function createUsageWriter(
     },
     flush: () => writer.flush(),
     async close(deadlineMs: number) {
+      const until = Date.now() + deadlineMs;
       await writer.close(deadlineMs);
+      // After the writer: its last rows may have been set aside into the file.
+      if (setAsideFile) {
+        await setAsideFile.stored.close(Math.max(0, until - Date.now()));
+        setAsideFile.file.close();
+      }
       journal?.close();
     },
     get queued() {

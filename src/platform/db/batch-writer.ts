@@ -9,12 +9,15 @@
  * the unique violation (23505) that only a replay can meet sends the batch again at once, as a
  * replay; so does any retry after a failure.
  * Failures are told apart by what they say about the rows:
- *  - the database is unreachable or busy (platform/db's isDatabaseUnreachable, and SQLSTATE
- *    classes 40, 53, 57, 58: deadlocks, serialization failures, resources, operator intervention):
- *    the batch is retried with backoff, for as long as it takes, or until close()'s deadline;
+ *  - the database is not serving us (platform/db's isDatabaseUnreachable: unreachable, refusing
+ *    connections, read-only, out of resources, shutting down) or aborted the transaction for
+ *    another (SQLSTATE class 40: deadlocks, serialization failures): the batch is retried with
+ *    backoff, for as long as it takes, or until close()'s deadline;
  *  - anything else is about the rows (an overflowing value, a constraint): the batch is split in
  *    halves and each half written on its own, down to the row at fault, which is set aside
- *    (`setAside` records it with the reason) while every other row is written.
+ *    (`setAside` records it with the reason) while every other row is written. A row that cannot
+ *    be set aside (no `setAside`, or it failed too) is answered 'unwritten': whoever holds it
+ *    keeps it (a journal keeps its file for the next start).
  * Hand-written: no library of the field batches rows under a caller's await with this split.
  */
 import { rootMessage as reasonOf } from '../errors';
@@ -22,7 +25,7 @@ import { sqlState, UNIQUE_VIOLATION } from './sql-state';
 import { isDatabaseUnreachable } from './unreachable';
 import type { Logger } from '../logger';
 
-/** What happened to a row: committed, set aside as unwritable, or given up at shutdown. */
+/** What happened to a row: committed, set aside as unwritable, or not stored (given up at shutdown, or refused with nowhere to set it aside). */
 export type RowOutcome = 'written' | 'set_aside' | 'unwritten';
 
 export interface BatchWriterOptions<T> {
@@ -34,8 +37,11 @@ export interface BatchWriterOptions<T> {
    * twice); false: none was ever written by this writer (a stored id fails with a unique violation).
    */
   write(rows: T[], replay: boolean): Promise<void>;
-  /** Records a row that cannot be written (a dead-letter table, a log line); its own failure is only logged. */
-  setAside(row: T, reason: string): Promise<void>;
+  /**
+   * Records a row that cannot be written (a dead-letter table, a log line). Absent, or when it
+   * fails too, the row is answered 'unwritten'.
+   */
+  setAside?(row: T, reason: string): Promise<void>;
   /** What a log line shows of a row that could not be written at all. */
   describe?(row: T): unknown;
   maxBatch?: number;
@@ -55,15 +61,11 @@ interface Pending<T> {
   done(outcome: RowOutcome): void;
 }
 
-/** SQLSTATE classes of a statement that may well pass when retried: transaction rollback (deadlock, serialization), resources, operator intervention, system errors. */
-const RETRYABLE_CLASSES = new Set(['40', '53', '57', '58']);
 const BACKOFF_MAX_MS = 2_000;
 
-/** True when the error says the database could not be used, not that the rows are wrong. */
+/** True when the error says the database could not be used, not that the rows are wrong: it is not serving us, or rolled the transaction back for another (class 40). */
 export function isTransient(err: unknown): boolean {
-  if (isDatabaseUnreachable(err)) return true;
-  const state = sqlState(err);
-  return state !== undefined && RETRYABLE_CLASSES.has(state.slice(0, 2));
+  return isDatabaseUnreachable(err) || sqlState(err)?.startsWith('40') === true;
 }
 
 export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
@@ -148,9 +150,19 @@ export function createBatchWriter<T>(opts: BatchWriterOptions<T>) {
     }
     const p = batch[0]!;
     const reason = reasonOf(err);
+    const row = opts.describe?.(p.row) ?? p.row;
+    if (!opts.setAside) {
+      opts.log.error({ msg: `${opts.name}: row not written`, reason, row });
+      return p.done('unwritten');
+    }
+    opts.log.error({ msg: `${opts.name}: row set aside`, reason, row });
+    try {
+      await opts.setAside(p.row, reason);
+    } catch (e) {
+      opts.log.error({ err: e }, `${opts.name}: could not record a row set aside`);
+      return p.done('unwritten');
+    }
     setAsideCount++;
-    opts.log.error({ msg: `${opts.name}: row set aside`, reason, row: opts.describe?.(p.row) ?? p.row });
-    await opts.setAside(p.row, reason).catch((e) => opts.log.error({ err: e }, `${opts.name}: could not record a row set aside`));
     p.done('set_aside');
   }
 

@@ -44,7 +44,8 @@ export interface JournalOptions<T> {
   maxFileRows?: number;
   maxFileAgeMs?: number;
   syncEveryMs?: number;
-  sweepEveryMs?: number;
+  /** How often files left by processes that are gone are looked for (default 10 s); null: only when the journal opens. */
+  sweepEveryMs?: number | null;
 }
 
 interface JournalFile {
@@ -218,8 +219,8 @@ export function openJournal<T>(opts: JournalOptions<T>) {
     else if (current?.unsynced) sync(current);
   }, opts.syncEveryMs ?? 1_000);
   ticker.unref?.();
-  const sweeper = setInterval(sweep, opts.sweepEveryMs ?? 10_000);
-  sweeper.unref?.();
+  const sweeper = opts.sweepEveryMs === null ? undefined : setInterval(sweep, opts.sweepEveryMs ?? 10_000);
+  sweeper?.unref?.();
   sweep();
 
   return {

@@ -31,6 +31,8 @@
 import { drizzle } from 'drizzle-orm/postgres-js';
 import type postgres from 'postgres';
 import type { Db, DbOrTx } from './client';
+import { sqlState } from './sql-state';
+import { isDatabaseUnreachable } from './unreachable';
 
 interface Recorded {
   text: string;
@@ -57,6 +59,17 @@ export interface Pipeline {
 const STALE_PLAN_ROUTINES = new Set(['RevalidateCachedQuery', 'FetchPreparedStatement', 'transformAssignedExpr']);
 const sentAgain = (err: unknown) => STALE_PLAN_ROUTINES.has(String((err as { routine?: unknown } | null)?.routine));
 const rolledBack = () => Object.assign(new Error('the transaction rolled back at COMMIT'), { code: '40000' });
+
+/**
+ * A BEGIN READ WRITE the server refuses (a standby, after a failover moved DATABASE_URL's address
+ * to it, says 0A000 "cannot set transaction read-write mode during recovery") is told as the
+ * read-only refusal PostgreSQL gives every other write there (25006): the database is not serving
+ * writes, which is no fault of the transaction's rows. A lost connection keeps its own error.
+ */
+function refusedBegin(err: unknown): unknown {
+  if (isDatabaseUnreachable(err) || sqlState(err) === undefined) return err;
+  return Object.assign(new Error(`the database refused a read-write transaction: ${(err as Error).message}`), { code: '25006', cause: err });
+}
 
 export function createPipeline(connect: (onclose: () => void) => postgres.Sql): Pipeline {
   let client: postgres.Sql | null = null;
@@ -115,7 +128,7 @@ export function createPipeline(connect: (onclose: () => void) => postgres.Sql): 
     const [beginDone, commitDone, ...answers] = await Promise.allSettled([begin, commit, ...sent]);
     // The first failure in sending order is the cause; the ones after it are PostgreSQL refusing
     // statements of an aborted transaction (25P02).
-    let first: unknown = beginDone.status === 'rejected' ? beginDone.reason : null;
+    let first: unknown = beginDone.status === 'rejected' ? refusedBegin(beginDone.reason) : null;
     answers.forEach((a, i) => {
       if (a.status === 'rejected') first ??= sentAgain(a.reason) ? rolledBack() : a.reason;
       if (first !== null) statements[i]!.reject(first);

@@ -8,6 +8,7 @@
  */
 import { Elysia } from 'elysia';
 import { AppError } from '../errors';
+import { admit, CREDENTIALS_DETAIL, passOf } from './credential-gate';
 import { requireSameOriginForCookie } from './origin';
 
 export type AuthMode = 'session' | 'query' | 'key' | 'admin';
@@ -88,49 +89,27 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
 }
 
 /**
- * The `auth` macro. The caller is resolved in `transform`, before the body is validated: without
- * a credential the answer is 401 whatever the body's fields or type. A body that is not even
- * well-formed JSON fails earlier, when Elysia parses it; the error plugin then asks
- * authModesByRoute's table and answers the route's auth error first. A
- * cookie-authenticated unsafe request must also come from PUBLIC_URL's origin
- * (platform/http/origin.ts). No parse hook: it would hide the routes' JSON bodies from the
- * OpenAPI document.
+ * The `auth` macro. The caller is resolved before the body is read, by the credential gate
+ * (platform/http/credential-gate.ts, which runs `authenticate` for the modes the route declares
+ * here): without a credential the answer is 401 whatever the body, and before it arrives. The
+ * macro's transform checks only a request the gate did not place. A cookie-authenticated unsafe
+ * request must also come from PUBLIC_URL's origin (platform/http/origin.ts).
  */
-export const authPlugin = (resolver: CallerResolver, publicOrigin: string) => {
-  const callers = new WeakMap<Request, Caller>();
-  return new Elysia({ name: 'cpd/auth' }).macro({
+export const authPlugin = (resolver: CallerResolver, publicOrigin: string) =>
+  new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
       async transform({ request }) {
-        callers.set(request, await authenticate(resolver, publicOrigin, request, modes));
+        await admit(request, () => authenticate(resolver, publicOrigin, request, modes));
       },
-      resolve: ({ request }) => ({ caller: callers.get(request)! }),
-      // Also tells authModesByRoute (and readers of the OpenAPI document) what the route accepts.
-      detail: { [AUTH_DETAIL]: modes } as Record<string, unknown>,
+      resolve: ({ request }) => ({ caller: passOf<Caller>(request) }),
+      // Also tells the credential gate (and readers of the OpenAPI document) what the route accepts.
+      detail: { [CREDENTIALS_DETAIL]: modes } as Record<string, unknown>,
     }),
   });
-};
 
 /** The caller for `modes`, a cookie-authenticated unsafe request only from PUBLIC_URL's origin; else 401/403. */
 export async function authenticate(resolver: CallerResolver, publicOrigin: string, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
   const caller = await resolveCaller(resolver, request, modes);
   if (caller.via === 'cookie') requireSameOriginForCookie(request, publicOrigin);
   return caller;
-}
-
-/** An OpenAPI extension on each protected operation: the credentials it accepts. */
-const AUTH_DETAIL = 'x-cpd-auth';
-
-/**
- * "METHOD /route/:template" → the credentials the route accepts (AuthModes, or `agent` for the
- * agent API's own macro), read from a built app's routes.
- * Elysia parses a body before any route hook runs, so a body that is not JSON fails before the
- * `auth` macro; the error plugin looks the route up here to answer a stranger 401 all the same.
- */
-export function authModesByRoute(routes: ReadonlyArray<{ method: string; path: string; hooks?: { detail?: unknown } }>): Map<string, string[]> {
-  const table = new Map<string, string[]>();
-  for (const r of routes) {
-    const modes = (r.hooks?.detail as Record<string, unknown> | undefined)?.[AUTH_DETAIL];
-    if (Array.isArray(modes)) table.set(`${r.method} ${r.path}`, modes as string[]);
-  }
-  return table;
 }

@@ -83,13 +83,7 @@ function validationMessage(error: unknown): string {
  */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
-/**
- * Called for a body that is not well-formed JSON, with the matched route template, before the
- * 400 is answered: it throws the route's auth error (401/403) for a caller the route would refuse.
- */
-export type ParseErrorGate = (request: Request, route: string) => Promise<void>;
-
-export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
+export const errorPlugin = (log: Logger) =>
   new Elysia({ name: 'cpd/errors' })
     .onRequest((context) => {
       const { request } = context;
@@ -101,23 +95,15 @@ export const errorPlugin = (log: Logger, gate?: ParseErrorGate) =>
       carryRequestLog(request, limited);
       (context as { request: Request }).request = limited;
     })
-    .onError({ as: 'global' }, async ({ error, code, set, request, route }) => {
-      let failure: unknown = error;
-      if (gate && code === 'PARSE' && !((error as Error)?.cause instanceof AppError) && route) {
-        try {
-          await gate(request, route);
-        } catch (authError) {
-          failure = authError;
-        }
-      }
+    .onError({ as: 'global' }, ({ error, code, set, request }) => {
       // The client went away before it was answered (in the middle of sending its body, say): no
       // one is left to read an answer and nothing failed here. Logged and counted as 499 (nginx's
       // "client closed request"), not as a 500 with an error line an operator would chase, nor as
       // a 400 for the body it never finished. Any other failure keeps its answer and its log line.
       const response =
-        request.signal.aborted && (code === 'PARSE' || (failure as { name?: unknown } | null)?.name === 'AbortError')
+        request.signal.aborted && (code === 'PARSE' || (error as { name?: unknown } | null)?.name === 'AbortError')
           ? jsonError(CLIENT_CLOSED_REQUEST, 'the client closed the request')
-          : errorResponse(failure, code, log, set.headers['x-request-id'] as string | undefined);
+          : errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);
       set.status = response.status; // read by the access log
       moveContextHeaders(response, set.headers); // X-Request-Id among them
       return response;
