@@ -10,7 +10,7 @@ import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
-import { createGatewayService, gatewayRoutes } from './modules/gateway';
+import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
 import { createCostReport, createRouterService, createUsageLog, requestSilenceSeconds, routerRoutes } from './modules/router';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
@@ -88,6 +88,7 @@ export async function buildApp(ctx: AppContext) {
     // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
     .use(errorPlugin(ctx.log))
+    .use(gatewayCostHeader())
     .use(foreignOriginGuard(publicOrigin))
     .use(gate.plugin)
     .use(htmlSecurityHeaders(ctx.config.publicUrl))

@@ -1,19 +1,31 @@
 import { Elysia } from 'elysia';
 import type { authPlugin } from '../../platform/http/auth';
+import { pathOf } from '../../platform/http/credential-gate';
 import { holdOpen } from '../../platform/http/listen';
 import { requestIdOf } from '../../platform/http/request-log';
 import type { GatewayService } from './gateway.service';
+
+const GATEWAY_PATHS = new Set(['/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/responses']);
+
+/**
+ * Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps
+ * the header). Set when the request arrives, so the credential gate's 401, answered before any
+ * route hook runs, carries it too; mount it before the gate.
+ */
+export const gatewayCostHeader = () =>
+  new Elysia({ name: 'cpd/gateway-cost' }).onRequest(({ request, set }) => {
+    const path = pathOf(request.url);
+    if (GATEWAY_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)) set.headers['x-cost'] = '0.000000';
+  });
 
 /** OpenAI-compatible endpoints; bodies are OpenAI's own, so they are read raw (parse: 'none') and checked by the service. */
 /** silenceSeconds: how long a request may stay silent, waiting for its answer or between a stream's chunks (holdOpen). */
 export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService; silenceSeconds: number }) =>
   new Elysia({ name: 'cpd/gateway' })
     .use(deps.auth)
-    // Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps it).
     // A completion may take longer than the server's idle timeout to answer, and a stream may pause
     // between chunks for as long: each gets ROUTER_REQUEST_TIMEOUT and a margin (docs/gateway.md).
-    .onTransform(({ set, server, request }) => {
-      set.headers['x-cost'] = '0.000000';
+    .onTransform(({ server, request }) => {
       holdOpen(server, request, deps.silenceSeconds);
     })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {

@@ -1,2 +1,2 @@
 export { createGatewayService, type GatewayService } from './gateway.service';
-export { gatewayRoutes } from './gateway.routes';
+export { gatewayCostHeader, gatewayRoutes } from './gateway.routes';

@@ -37,7 +37,7 @@ export async function admit(request: Request, check: () => Promise<unknown>): Pr
 export const passOf = <T>(request: Request): T => passes.get(request) as T;
 
 /** The request's path, without its query (what the routes are matched on). */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const start = url.indexOf('/', url.indexOf('//') + 2);
   const query = url.indexOf('?', start);
   return query === -1 ? url.slice(start) : url.slice(start, query);
