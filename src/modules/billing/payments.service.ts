@@ -17,7 +17,7 @@ import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import type { PaymentProvider, ProviderReport } from './providers';
-import { type RefundView, refundViewsOf } from './refunds.service';
+import { type RefundView, refundViewsOf } from './refunds.views';
 
 export const PAYMENT_TTL_MS = 30 * 60_000;
 export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired'] as const;

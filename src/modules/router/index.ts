@@ -2,7 +2,8 @@ export { createRouterService, validateChatBody, type ChatCaller, type ChatReques
 export { createCostReport, GROUP_KEYS, type CostRow } from './router.cost';
 export { routerRoutes } from './router.routes';
 export type { BackendView } from './router.backends';
-export { rawJsonOf, type Chunk } from './router.upstream';
+export type { Chunk } from './router.meter';
+export { rawJsonOf } from './router.upstream';
 export { createUsageLog, type UsageLog } from './router.usage-log';
 export { periodStart, type KeyLimits, type KeyLimitsSource } from './router.key-limits';
 export { requestSilenceSeconds } from './router.config';

@@ -9,7 +9,8 @@ import { toMajor } from '../../platform/money';
 import { type Price, costOf } from './router.pricing';
 import type { Admitted, ChatRequest, Metered, RequestKind, Served } from './router.service';
 import { countTexts } from './router.tokens';
-import { type AttemptControl, type Chunk, type Upstream, embedOnce } from './router.upstream';
+import type { Chunk } from './router.meter';
+import { type AttemptControl, type Upstream, embedOnce } from './router.upstream';
 
 /** OpenAI's own bound on the number of inputs in one request. */
 export const MAX_EMBEDDING_INPUTS = 2048;

@@ -7,7 +7,9 @@
  */
 import { toMajor } from '../../platform/money';
 import { countPromptTokens, countTexts } from './router.tokens';
-import type { Chunk } from './router.upstream';
+
+/** One parsed chat completion, or one chunk of a stream, as the upstream sent it. */
+export type Chunk = Record<string, unknown>;
 
 export interface UsageCounts {
   prompt: number;

@@ -25,10 +25,10 @@ import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from 
 import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
 import { type BackendLease, leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
-import { type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from './router.meter';
+import { type Chunk, type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from './router.meter';
 import { type EstimateSettings, type Price, type RequestBound, costOf, estimateCost, minimumCost, requestBound, tokensWithin, usdConverter } from './router.pricing';
 import { countPromptTokens, loadTokenizer } from './router.tokens';
-import { AttemptError, type AttemptControl, type Chunk, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
 import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {

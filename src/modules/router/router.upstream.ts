@@ -8,7 +8,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../platform/http/http1-client';
-import { deltasOf, hasOutput } from './router.meter';
+import { type Chunk, deltasOf, hasOutput } from './router.meter';
 
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
@@ -27,8 +27,6 @@ export class AttemptError extends Error {
     super(message);
   }
 }
-
-export type Chunk = Record<string, unknown>;
 
 /** Where an attempt goes: an OpenAI base URL and the API key it needs, if any. */
 export interface Upstream {
