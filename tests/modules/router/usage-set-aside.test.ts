@@ -8,31 +8,13 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
-import { createUsageWriter, type UsageRecord } from '../../../src/modules/router/router.usage';
+import { createUsageWriter } from '../../../src/modules/router/router.usage';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
+import { usageRecord } from '../../support/usage-record';
 import { waitFor } from '../../support/wait';
 
-const row = (id: string, promptTokens: number): UsageRecord => ({
-  id,
-  createdAt: new Date(),
-  userId: null,
-  keyId: null,
-  entrypoint: 'chat',
-  model: 'm1',
-  backend: 'http://m1.invalid',
-  promptTokens,
-  completionTokens: 1,
-  costMicros: 0n,
-  costUsdMicros: 0n,
-  tokensCounted: true,
-  clamped: false,
-  latencyMs: 5,
-  status: 200,
-  streamed: false,
-  aborted: false,
-  requestId: `request-of-${id}`,
-});
+const row = (id: string, promptTokens: number) => usageRecord(id, promptTokens);
 
 for (const kind of DB_KINDS) {
   describe(`the set-aside file (${kind})`, () => {

@@ -7,30 +7,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
-import { createUsageWriter, type UsageRecord } from '../../../src/modules/router/router.usage';
+import { createUsageWriter } from '../../../src/modules/router/router.usage';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
+import { usageRecord } from '../../support/usage-record';
 
-const row = (id: string, model: string, promptTokens: number): UsageRecord => ({
-  id,
-  createdAt: new Date(),
-  userId: null,
-  keyId: null,
-  entrypoint: 'chat',
-  model,
-  backend: `http://${model}.invalid`,
-  promptTokens,
-  completionTokens: 1,
-  costMicros: 0n,
-  costUsdMicros: 0n,
-  tokensCounted: true,
-  clamped: false,
-  latencyMs: 5,
-  status: 200,
-  streamed: false,
-  aborted: false,
-  requestId: `request-of-${id}`,
-});
+const row = (id: string, model: string, promptTokens: number) => usageRecord(id, promptTokens, model);
 
 for (const kind of DB_KINDS) {
   describe(`usage writer failure log (${kind})`, () => {
