@@ -4,7 +4,8 @@
  * are verified with the platform public key over "TS\nNONCE\nBODY\n" and their resource is
  * decrypted with AES-256-GCM under the APIv3 key. Refunds: /v3/refund/domestic/refunds with our
  * refund id as out_refund_no (WeChat Pay refunds one out_refund_no once), and REFUND.* notifications.
- * Written against the HTTP API directly: there is no maintained official Node SDK for v3.
+ * Written against the HTTP API directly: there is no maintained official Node SDK for v3
+ * (docs/decisions/0007-wechat-pay-client.md).
  */
 import type { Config, PaymentCredentials } from '../../../config';
 import { nodeCrypto, randomBytes } from '../../../platform/crypto';
