@@ -52,7 +52,7 @@ export async function buildApp(ctx: AppContext) {
   billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
   // Each cache LISTENs, then reads; the LISTEN connection opens once for all. One after the other
-  // (start-up time, docs/operations.md): the reads take well under a millisecond each on the pool's
+  // (start-up time, docs/design/start-up.md): the reads take well under a millisecond each on the pool's
   // one open connection, while reads side by side made the pool open two more (~5 ms of
   // PostgreSQL's CPU apiece, on the cores the start-up needs).
   await router.ready();

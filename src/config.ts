@@ -74,13 +74,13 @@ export interface Config {
   walletGrantTtlMs: number;
   /**
    * Whether a usage commit waits for PostgreSQL's WAL flush (USAGE_SYNCHRONOUS_COMMIT, default on:
-   * with off, a crash of the PostgreSQL server can lose the usage of answers already sent; docs/gateway.md, "Writes").
+   * with off, a crash of the PostgreSQL server can lose the usage of answers already sent; docs/design/usage-commit.md).
    */
   usageSynchronousCommit: boolean;
   /**
    * USAGE_JOURNAL (default off): on, a request's usage row is appended to a journal in DATA_DIR
    * before its answer ends, and committed right after; the journal survives the death of cpd
-   * (docs/gateway.md, "The usage journal").
+   * (docs/design/usage-journal.md).
    */
   usageJournal: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';

@@ -31,7 +31,7 @@ export async function serveCommand(argv: string[]) {
   }
   const ctx = await openForCommand(config);
   // The migration check connects first; the app's modules load while PostgreSQL sets up that
-  // connection (start-up time, docs/operations.md). buildApp still runs only once it is done.
+  // connection (start-up time, docs/design/start-up.md). buildApp still runs only once it is done.
   // Settled into a value at once: a failure while the modules load is no unhandled rejection.
   const migrated = migrateForCommand(ctx).then(
     (names) => ({ names }),

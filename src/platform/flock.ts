@@ -1,6 +1,7 @@
 /**
- * flock(2) through bun:ffi (Node and Bun have none). The kernel releases the lock when the file
- * description closes, however the process ends, so a crash never leaves a stale lock behind.
+ * flock(2) through bun:ffi (Node and Bun have none: docs/decisions/0004-flock-through-ffi.md). The
+ * kernel releases the lock when the file description closes, however the process ends, so a crash
+ * never leaves a stale lock behind.
  */
 import { dlopen, FFIType } from 'bun:ffi';
 

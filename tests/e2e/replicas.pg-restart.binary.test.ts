@@ -34,7 +34,7 @@ describe('three replicas through a PostgreSQL restart (a private cluster)', () =
 
   beforeAll(async () => {
     // The default USAGE_SYNCHRONOUS_COMMIT=on: with off, a crash of PostgreSQL may lose the usage
-    // commits of its last moments (docs/gateway.md, "Writes"), which the books below would count
+    // commits of its last moments (docs/design/usage-commit.md), which the books below would count
     // as answers nobody paid for.
     bed = await startReplicaBed({ postgres: 'private', models: [MODEL] });
     s = replicaScenario(bed, MODEL);

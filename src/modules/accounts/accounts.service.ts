@@ -67,7 +67,7 @@ export function createAccountsService(ctx: AppContext) {
   const twoFactor = createTwoFactor(ctx);
   const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
-  // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/operations.md).
+  // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/design/start-up.md).
   const dummyWarmUp = setTimeout(() => void dummyHash(), 1000);
   dummyWarmUp.unref?.();
   ctx.onShutdown(() => clearTimeout(dummyWarmUp));

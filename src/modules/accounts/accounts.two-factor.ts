@@ -12,7 +12,7 @@ import { newId } from '../../platform/ids';
 import { recoveryCodes, users } from './accounts.tables';
 
 const RECOVERY_CODE_COUNT = 10;
-/** otplib is imported at first use: it is off the start-up path (docs/operations.md). */
+/** otplib is imported at first use: it is off the start-up path (docs/design/start-up.md). */
 let otplib: Promise<typeof import('otplib') & { totp: import('otplib').TOTP }> | null = null;
 const loadOtplib = () =>
   (otplib ??= import('otplib').then((m) => ({

@@ -102,7 +102,8 @@ export function chatMessages(instructions: string | null, items: ItemRow[]): Cha
 
 /**
  * Streamed tool calls arrive as fragments keyed by index; this joins them. Hand-written: the
- * `openai` package's stream accumulator is a test-only dependency here, and this is a few lines.
+ * `openai` package's stream accumulator is a test-only dependency here, and this is a few lines
+ * (docs/decisions/0011-tool-call-joiner.md).
  */
 export class ToolCallCollector {
   private readonly calls = new Map<number, { id?: string; name: string; arguments: string }>();

@@ -39,7 +39,7 @@ ${buttons}
 
   async function qrSvg(id: string): Promise<string> {
     await requirePayment(id);
-    // Imported at first use: it is off the start-up path (docs/operations.md).
+    // Imported at first use: it is off the start-up path (docs/design/start-up.md).
     const { default: QRCode } = await import('qrcode');
     return QRCode.toString(pageUrl(id), { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   }

@@ -5,7 +5,8 @@
  *
  * Hand-written rather than lru-cache: its fetch() has single-flight and stale-on-rejection, but
  * neither ETag revalidation nor a stale window measured from the last confirmation, and there are
- * only a handful of keys (four components plus the tags the runtime installs).
+ * only a handful of keys (four components plus the tags the runtime installs;
+ * docs/decisions/0009-release-cache.md).
  */
 import type { Clock } from '../../platform/clock';
 import { sha256Hex } from '../../platform/crypto';

@@ -93,7 +93,7 @@ export function createMembership(ctx: AppContext): Membership {
 /**
  * Joins the membership, beats every HEARTBEAT_MS and leaves at graceful shutdown. `joined` settles
  * after the first beat: `cpd serve` awaits it before it listens, so the first request already sees
- * its share, while the app is built meanwhile (start-up time, docs/operations.md). On PostgreSQL
+ * its share, while the app is built meanwhile (docs/design/start-up.md). On PostgreSQL
  * only: the embedded database has one process by construction.
  */
 export function joinMembership(ctx: AppContext): { membership: Membership; joined: Promise<void> } {

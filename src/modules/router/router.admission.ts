@@ -17,7 +17,7 @@
  * balance; it is admitted when that is above zero, holding what is left (its minimum when less is
  * left, its upper bound when more is), and its allowance keeps it there. So across every
  * process only one request at a time can take a wallet below zero, by at most its own actual cost
- * (when every upper bound holds; docs/gateway.md). A usage commit lowers the grant by the cost in
+ * (when every upper bound holds; docs/design/overspend.md). A usage commit lowers the grant by the cost in
  * the same transaction; the request's hold is held until then. A process renews its grants every
  * third of WALLET_GRANT_TTL and stops using them locally before they could expire; a dead
  * process's grants expire. An idle wallet's grant is given back after a second.

@@ -12,7 +12,7 @@
  * the grant by the cost in the transaction that adds it to the key's daily spend. A changed limit
  * or a new period (UTC day or month) makes the process drop its local grant and ask again; a
  * PATCH reaches every process through the accounts key cache's notification. Keys without a spend
- * limit never touch the database here. docs/gateway.md has the measured cost.
+ * limit never touch the database here. docs/benchmarks.md has the measured cost.
  */
 import { gte, inArray, sql } from 'drizzle-orm';
 import type { Grant } from '../billing';

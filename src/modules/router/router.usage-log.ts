@@ -45,7 +45,8 @@ const usageView = (r: UsageRow) => ({
 
 /**
  * One RFC 4180 field: quoted when it holds a comma, quote, CR or LF, quotes doubled. Hand-written:
- * thirteen known columns of plain values need these three lines, not a CSV library.
+ * thirteen known columns of plain values need these three lines, not a CSV library
+ * (docs/decisions/0012-csv-export-fields.md).
  */
 function csvField(value: unknown): string {
   const text = value === null || value === undefined ? '' : String(value);

@@ -57,9 +57,9 @@ export interface KeySpendHook {
 }
 
 export interface UsageWriterOptions {
-  /** false: commit without waiting for the WAL flush (USAGE_SYNCHRONOUS_COMMIT=off, docs/gateway.md). */
+  /** false: commit without waiting for the WAL flush (USAGE_SYNCHRONOUS_COMMIT=off, docs/design/usage-commit.md). */
   synchronousCommit: boolean;
-  /** USAGE_JOURNAL=on: rows are journaled under this directory and answered before their commit (docs/gateway.md). */
+  /** USAGE_JOURNAL=on: rows are journaled under this directory and answered before their commit (docs/design/usage-journal.md). */
   journalDir?: string | null;
 }
 

@@ -4,7 +4,8 @@
  * links pointing outside, device files. Checked before anything is written.
  * Paths are resolved as the filesystem will resolve them once the archive is unpacked: through
  * the symlinks the archive itself declares (`s -> .` then `t -> s/..` points above the root,
- * although `s/..` reads as inside). We do not count on the tar library to stop such a write.
+ * although `s/..` reads as inside). We do not count on the tar library to stop such a write
+ * (docs/decisions/0013-archive-path-checks.md).
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';

@@ -1,7 +1,8 @@
 /**
  * Size-rotated log files for supervised processes: <name>.log, then <name>.log.1 … .log.<keep>.
  * Hand-written (a few lines) because the rotating transports for pino run in worker threads,
- * which do not survive `bun build --compile`, and these are raw child outputs, not pino records.
+ * which do not survive `bun build --compile`, and these are raw child outputs, not pino records
+ * (docs/decisions/0010-child-log-rotation.md).
  */
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -18,7 +18,8 @@
  *    (`setAside` records it with the reason) while every other row is written. A row that cannot
  *    be set aside (no `setAside`, or it failed too) is answered 'unwritten': whoever holds it
  *    keeps it (a journal keeps its file for the next start).
- * Hand-written: no library of the field batches rows under a caller's await with this split.
+ * Hand-written: no library of the field batches rows under a caller's await with this split
+ * (docs/decisions/0002-group-commit-batch-writer.md).
  */
 import { rootMessage as reasonOf } from '../errors';
 import { sqlState, UNIQUE_VIOLATION } from './sql-state';

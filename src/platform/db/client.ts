@@ -95,7 +95,7 @@ const reconnectBackoff = (retries: number) => Math.min(0.05 * 2 ** retries, 1) *
 
 function openPostgres(url: string, max: number): Database {
   // fetch_types: false skips a query per new connection (its 8 KB answer takes ~2 ms to read on a
-  // cold process, start-up time, docs/operations.md). It only teaches the driver array types, and
+  // cold process, start-up time, docs/design/start-up.md). It only teaches the driver array types, and
   // nothing here needs them: drizzle sends and parses its array columns (api_keys.models) as text
   // literals itself, and no query binds a JS array.
   const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoff, fetch_types: false };

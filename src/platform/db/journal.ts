@@ -15,7 +15,7 @@
  * current file is flushed (fdatasync) every `syncEveryMs`, so at most that much, and only of rows
  * not yet committed in the database (normally a few milliseconds' worth).
  * Hand-written: a few calls around write(2), flock(2) and readdir; no library of the field keeps
- * rows durable ahead of a database this way.
+ * rows durable ahead of a database this way (docs/decisions/0003-usage-journal.md).
  */
 import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

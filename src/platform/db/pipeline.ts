@@ -26,7 +26,8 @@
  * rest): were the connection lost in that wait, the rest would go out on the next connection,
  * outside the transaction. So statements are described ahead, on their own, and the transaction
  * is sent only once all of them are known on the current connection.
- * Hand-written: postgres.js pipelines statements but has no API for a transaction sent at once.
+ * Hand-written: postgres.js pipelines statements but has no API for a transaction sent at once
+ * (docs/decisions/0001-pipelined-transaction.md).
  */
 import { drizzle } from 'drizzle-orm/postgres-js';
 import type postgres from 'postgres';

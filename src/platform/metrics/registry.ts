@@ -8,7 +8,7 @@
  * counters and histograms recorded on the request path, gauges read at scrape time.
  *
  * prom-client formats them, and is loaded only for that: importing it took 4–7 ms of every
- * start (start-up time, docs/operations.md). It is imported 1 s after start, when its process
+ * start (start-up time, docs/design/start-up.md). It is imported 1 s after start, when its process
  * metrics are added, or by the first scrape if that comes sooner.
  */
 import type { Metric, Registry } from 'prom-client';

@@ -4,7 +4,7 @@
  * refund id as out_request_no (Alipay refunds one out_request_no once), confirmed with
  * alipay.trade.fastpay.refund.query. Hand-written rather than the `alipay-sdk` package: the
  * protocol is one signed form POST, and the SDK's HTTP stack adds weight to the single binary for
- * nothing we need.
+ * nothing we need (docs/decisions/0008-alipay-client.md).
  */
 import type { Config, PaymentCredentials } from '../../../config';
 import { decimalStringToMicros, toDecimalString } from '../money';

@@ -67,7 +67,7 @@ const intentOf = (x: string | { id: string } | null | undefined) => (typeof x ==
 
 export function stripeProvider(creds: NonNullable<PaymentCredentials['card']>, config: Config): PaymentProvider {
   const api = new URL(creds.apiUrl);
-  // The SDK takes ~8 ms to load: imported at first use, not at every start-up (docs/operations.md).
+  // The SDK takes ~8 ms to load: imported at first use, not at every start-up (docs/design/start-up.md).
   let client: Promise<Stripe> | null = null;
   const stripe = () =>
     (client ??= import('stripe').then(

@@ -4,7 +4,8 @@
  * are verified with the platform public key over "TS\nNONCE\nBODY\n" and their resource is
  * decrypted with AES-256-GCM under the APIv3 key. Refunds: /v3/refund/domestic/refunds with our
  * refund id as out_refund_no (WeChat Pay refunds one out_refund_no once), and REFUND.* notifications.
- * Written against the HTTP API directly: there is no maintained official Node SDK for v3.
+ * Written against the HTTP API directly: there is no maintained official Node SDK for v3
+ * (docs/decisions/0007-wechat-pay-client.md).
  */
 import type { Config, PaymentCredentials } from '../../../config';
 import { nodeCrypto, randomBytes } from '../../../platform/crypto';
@@ -37,10 +38,14 @@ interface WechatNotification {
   resource: { algorithm: string; ciphertext: string; associated_data?: string; nonce: string };
 }
 
+/** What a request's signature covers: five lines, each ended by \n, the body's too (empty for a GET). */
+export const wechatRequestMessage = (method: string, pathAndQuery: string, timestamp: string, nonce: string, body: string) =>
+  `${method}\n${pathAndQuery}\n${timestamp}\n${nonce}\n${body}\n`;
+
 export function wechatAuthorization(creds: WechatCredentials, method: string, pathAndQuery: string, body: string): string {
   const timestamp = Math.floor(Date.now() / 1000).toString();
   const nonce = randomBytes(16).toString('hex');
-  const signature = rsaSign(`${method}\n${pathAndQuery}\n${timestamp}\n${nonce}\n${body}\n`, creds.mchPrivateKey);
+  const signature = rsaSign(wechatRequestMessage(method, pathAndQuery, timestamp, nonce, body), creds.mchPrivateKey);
   return `WECHATPAY2-SHA256-RSA2048 mchid="${creds.mchId}",nonce_str="${nonce}",signature="${signature}",timestamp="${timestamp}",serial_no="${creds.mchSerialNo}"`;
 }
 
