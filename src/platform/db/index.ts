@@ -1,4 +1,5 @@
-export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './client';
+export { openDatabase, type Database } from './client';
+export type { Db, DbOrTx, Tx } from './handles';
 export { migrate, type MigrateOptions, type Migration } from './migrate';
 export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } from './batch-writer';
 export { isDatabaseUnreachable } from './unreachable';
