@@ -6,4 +6,4 @@ export type { Chunk } from './router.meter';
 export { rawJsonOf } from './router.upstream';
 export { createUsageLog, type UsageLog } from './router.usage-log';
 export { periodStart, type KeyLimits, type KeyLimitsSource } from './router.key-limits';
-export { requestSilenceSeconds } from './router.config';
+export { requestSilenceSeconds } from '../../config-router';
