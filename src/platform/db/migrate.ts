@@ -8,7 +8,7 @@
  * binary has no such folder; ours takes the SQL embedded by migrations.generated.ts.
  */
 import { sql } from 'drizzle-orm';
-import { ConfigError } from '../../config-parse';
+import { ConfigError } from '../errors';
 import type { Database } from './client';
 import type { Migration } from './migration';
 import { embeddedMigrations } from './migrations.generated';
