@@ -20,6 +20,7 @@ import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from 
 import { type RouterSettings, routerSettings } from './config-router';
 import { nodeCrypto, randomBytes } from './platform/crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
+import type { PlatformConfig } from './platform/platform-config';
 
 export { ConfigError, parseDuration } from './config-parse';
 
@@ -27,7 +28,7 @@ export type Site = 'intl' | 'cn';
 export type PaymentProviderId = 'card' | 'chat_wallet' | 'app_wallet';
 export type Component = 'engine' | 'router' | 'agent' | 'memo';
 
-export interface Config {
+export interface Config extends PlatformConfig {
   site: Site;
   currency: 'USD' | 'CNY';
   host: string;

@@ -1,4 +1,4 @@
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { ChatModels } from './agents.chat';
 import type { Principal } from './agents.service';
 import { createAgentsCrud } from './agents.service';

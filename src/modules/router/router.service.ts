@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { RowOutcome } from '../../platform/db';
 import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
