@@ -88,7 +88,9 @@ describe('driver connections that close (postgres)', () => {
    * as a closed connection instead.
    */
   test('a query on a reserved connection whose backend was terminated fails as CONNECTION_CLOSED', async () => {
-    const sql = postgres(t.url!, { max: 2, onnotice: () => {}, connect_timeout: 2 });
+    let markClosed: () => void = () => {};
+    const connectionClosed = new Promise<void>((resolve) => (markClosed = resolve));
+    const sql = postgres(t.url!, { max: 2, onnotice: () => {}, connect_timeout: 2, onclose: () => markClosed() });
     const reserved = await sql.reserve();
     try {
       const [row] = await reserved<Array<{ pid: number }>>`select pg_backend_pid() as pid`;
@@ -99,6 +101,8 @@ describe('driver connections that close (postgres)', () => {
       );
       // The first query finds the connection ended by the server: its FATAL 57P01, the reset or the close.
       expect(['57P01', 'ECONNRESET', 'CONNECTION_CLOSED']).toContain(await codeOf(reserved`select 1`));
+      // Sent once the driver has dropped the socket (its onclose), not between the reset and the close.
+      await connectionClosed;
       expect(await codeOf(reserved`select 2`)).toBe('CONNECTION_CLOSED');
     } finally {
       reserved.release();

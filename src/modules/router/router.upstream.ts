@@ -37,10 +37,11 @@ export interface Upstream {
 }
 
 /**
- * Whether a backend at `url` is called over cpd's own client: only with ROUTER_UPSTREAM_CLIENT=http1,
- * for plain HTTP not through a proxy; Bun's fetch otherwise (docs/decisions/0021-upstream-http-client.md).
+ * Whether a backend at `url` is called over cpd's own client: plain HTTP, not through fetch (which
+ * `httpProxy` asks of every backend: set by an HTTP proxy, or unless ROUTER_UPSTREAM_CLIENT=http1;
+ * docs/decisions/0021-upstream-http-client.md).
  */
-export const isDirect = (url: string, httpProxy: boolean) => process.env.ROUTER_UPSTREAM_CLIENT === 'http1' && !httpProxy && url.startsWith('http:');
+export const isDirect = (url: string, httpProxy: boolean) => !httpProxy && url.startsWith('http:');
 
 /** The upstream's credential as a header; empty without a key. */
 export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
