@@ -32,11 +32,15 @@ export class AttemptError extends Error {
 export interface Upstream {
   url: string;
   apiKey: string | null;
-  /** Called over cpd's own HTTP/1.1 client (a plain-HTTP URL and no HTTP proxy) rather than fetch. */
+  /** Called over cpd's own HTTP/1.1 client (ROUTER_UPSTREAM_CLIENT=http1, a plain-HTTP URL, no HTTP proxy) rather than fetch. */
   direct?: boolean;
 }
 
-/** Whether a backend at `url` is called over cpd's own client: plain HTTP, not through a proxy. */
+/**
+ * Whether a backend at `url` is called over cpd's own client: plain HTTP, not through fetch (which
+ * `httpProxy` asks of every backend: set by an HTTP proxy, or unless ROUTER_UPSTREAM_CLIENT=http1;
+ * docs/decisions/0021-upstream-http-client.md).
+ */
 export const isDirect = (url: string, httpProxy: boolean) => !httpProxy && url.startsWith('http:');
 
 /** The upstream's credential as a header; empty without a key. */
