@@ -1,12 +1,62 @@
 /**
- * The PostgreSQL driver's fixes (patches/postgres@3.4.9.patch, docs/decisions/0020-postgres-js-patch.md),
- * each against a real server: without its fix, each test fails. The connection ending under a
+ * The PostgreSQL driver's changes (patches/postgres@3.4.9.patch, docs/decisions/0020-postgres-js-patch.md),
+ * each against a real server: without its change, each test fails. The connection ending under a
  * query and refused at its next start is database-refusal.test.ts's.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createConnection, type Socket } from 'node:net';
+import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
+import type { Database } from '../../src/platform/db';
 import { createTestDatabase, PG_HOST_URL, type TestDatabase } from '../support/db';
+import { createProxiedTestDatabase, type TcpProxy } from '../support/tcp-proxy';
+
+/**
+ * postgres.js describes every unprepared statement with parameters before running it, a round trip
+ * of its own that only tells it how to serialize values of an unknown type, and drizzle runs every
+ * query it does not name unprepared. Statements whose parameters are all text, numbers, booleans or
+ * null go in one round trip; others are still described first. Counted at a TCP proxy: each round
+ * trip is one chunk sent by the client.
+ */
+describe('driver round trips (postgres)', () => {
+  let t: TestDatabase;
+  let proxy: TcpProxy;
+  let database: Database;
+  beforeAll(async () => {
+    const made = await createProxiedTestDatabase(1);
+    ({ direct: t, proxy } = made);
+    database = made.proxied.database;
+    await database.query(sql`select 1`); // the connection's start-up is not counted
+  });
+  afterAll(async () => {
+    await database.close();
+    await proxy.close();
+    await t.drop();
+  });
+
+  /** Client chunks (round trips) one query takes, and its rows. */
+  async function roundTrips<T>(run: () => Promise<T>): Promise<{ trips: number; rows: T }> {
+    const before = proxy.clientChunks;
+    const rows = await run();
+    return { trips: proxy.clientChunks - before, rows };
+  }
+
+  test('text, number, boolean and null parameters: one round trip, and the values arrive as sent', async () => {
+    const { trips, rows } = await roundTrips(() =>
+      database.query<{ t: string; n: number; b: boolean; z: string | null; j: unknown }>(
+        sql`select ${"it's \\ text"}::text as t, ${42}::int as n, ${true}::boolean as b, ${null}::text as z, ${JSON.stringify({ a: [1, 'x'] })}::jsonb as j`,
+      ),
+    );
+    expect(rows).toEqual([{ t: "it's \\ text", n: 42, b: true, z: null, j: { a: [1, 'x'] } }]);
+    expect(trips).toBe(1);
+  });
+
+  test('a bytes parameter is still described first: two round trips', async () => {
+    const { trips, rows } = await roundTrips(() => database.query<{ n: number }>(sql`select length(${new Uint8Array([1, 2, 3])}::bytea) as n`));
+    expect(rows).toEqual([{ n: 3 }]);
+    expect(trips).toBe(2);
+  });
+});
 
 describe('driver connections that close (postgres)', () => {
   let t: TestDatabase;
