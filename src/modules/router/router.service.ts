@@ -18,18 +18,18 @@ import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
-import { type Need, type Ticket, createAdmission } from './router.admission';
+import { type Need, type Ticket, createAdmission } from '../metering';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
-import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
+import { type KeyLimitsSource, createKeyLimits } from '../metering';
 import { type BackendLease, leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
-import { type Chunk, type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from './router.meter';
-import { type EstimateSettings, type Price, type RequestBound, costOf, estimateCost, minimumCost, requestBound, tokensWithin, usdConverter } from './router.pricing';
-import { countPromptTokens, loadTokenizer } from './router.tokens';
+import { type Chunk, type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from '../metering';
+import { type EstimateSettings, type Price, type RequestBound, costOf, estimateCost, minimumCost, requestBound, tokensWithin, usdConverter } from '../metering';
+import { countPromptTokens, loadTokenizer } from '../metering';
 import { AttemptError, type AttemptControl, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
-import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
+import { type UsageDebitor, type UsageRecord, createUsageWriter } from '../metering';
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };

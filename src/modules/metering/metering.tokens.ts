@@ -85,7 +85,7 @@ export async function countInPieces(count: (text: string) => number, text: strin
  */
 function workerUrl(): string {
   const here = new URL(import.meta.url);
-  return new URL(here.pathname.startsWith('/$bunfs/') ? './modules/router/router.tokens.worker.ts' : './router.tokens.worker.ts', here).href;
+  return new URL(here.pathname.startsWith('/$bunfs/') ? './modules/metering/metering.tokens.worker.ts' : './metering.tokens.worker.ts', here).href;
 }
 
 /** Counts on the counter's thread, started at first use and again if it ever dies. */

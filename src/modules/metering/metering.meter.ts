@@ -6,7 +6,7 @@
  * added) and answers the counts when the stream ends, however it ends.
  */
 import { toMajor } from '../../platform/money';
-import { countPromptTokens, countTexts } from './router.tokens';
+import { countPromptTokens, countTexts } from './metering.tokens';
 
 /** One parsed chat completion, or one chunk of a stream, as the upstream sent it. */
 export type Chunk = Record<string, unknown>;

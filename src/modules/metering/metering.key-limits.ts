@@ -20,9 +20,9 @@ import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
-import { type GrantSource, type Need, type Ticket, createAdmission } from './router.admission';
-import { type KeyBudget, createKeyGrants } from './router.key-grants';
-import { routerUsageKeyDaily } from './router.tables';
+import { type GrantSource, type Need, type Ticket, createAdmission } from './metering.admission';
+import { type KeyBudget, createKeyGrants } from './metering.key-grants';
+import { routerUsageKeyDaily } from './metering.tables';
 
 export type SpendPeriod = 'day' | 'month' | 'total';
 
