@@ -9,7 +9,7 @@
  * listening, and entries also expire after CACHE_TTL_MS in case a notification is ever lost
  * (a dropped LISTEN connection). last_used_at is written at most once a minute per key.
  *
- * A key's limits (accounts.key-limits.ts) are cached with it; a PATCH sends the same NOTIFY as a
+ * A key's limits (metering.key-limits.types.ts) are cached with it; a PATCH sends the same NOTIFY as a
  * revoke, so every process reloads the key with its new limits on its next use. An expired key is
  * refused like a revoked one.
  */
@@ -21,7 +21,7 @@ import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';
 import { newId, randomBase62 } from '../../platform/ids';
-import { type KeyLimits, type KeyLimitsInput, type KeyPolicy, type LimitsView, type SpendPeriod, NO_LIMITS, applyLimits, limitsView } from './accounts.key-limits';
+import { type KeyLimits, type KeyLimitsInput, type KeyPolicy, type LimitsView, type SpendPeriod, NO_LIMITS, applyLimits, limitsView } from '../metering';
 import { apiKeys, users } from './accounts.tables';
 
 export const REVOKE_CHANNEL = 'cpd_api_key_revoked';

@@ -13,7 +13,7 @@ import { sql } from 'drizzle-orm';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../platform/context';
 import type { DbOrTx } from '../../platform/db';
-import type { SpendPeriod } from './metering.key-limits';
+import type { SpendPeriod } from './metering.key-limits.types';
 
 /** A number only this module uses as the first half of its advisory lock keys. */
 const LOCK_SPACE = 0x6b6579;

@@ -22,16 +22,8 @@ import { AppError } from '../../platform/errors';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
 import { type GrantSource, type Need, type Ticket, createAdmission } from './metering.admission';
 import { type KeyBudget, createKeyGrants } from './metering.key-grants';
+import type { KeyLimits, SpendPeriod } from './metering.key-limits.types';
 import { routerUsageKeyDaily } from './metering.tables';
-
-export type SpendPeriod = 'day' | 'month' | 'total';
-
-export interface KeyLimits {
-  models: readonly string[] | null;
-  spendLimitMicros: bigint | null;
-  spendPeriod: SpendPeriod | null;
-  rpm: number | null;
-}
 
 /** The accounts module's lookup (its key cache); null for an unknown key. */
 export type KeyLimitsSource = (keyId: string) => Promise<KeyLimits | null>;
