@@ -1,4 +1,5 @@
-export { createRouterService, validateChatBody, type ChatCaller, type ChatRequest, type ChatStream, type RouterDeps, type RouterService } from './router.service';
+export { createRouterService, validateChatBody, type RouterDeps, type RouterService } from './router.service';
+export type { ChatCaller, ChatRequest, ChatStream } from './router.types';
 export { routerRoutes } from './router.routes';
 export type { BackendView } from './router.backends';
 export { rawJsonOf } from './router.upstream';
