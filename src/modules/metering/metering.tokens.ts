@@ -19,7 +19,7 @@ const PIECE_CHARS = 4096;
  * Where a text may be cut without changing its count: before a space that starts a word (after a
  * character that is not a space), or before a CJK punctuation mark between two letters (Chinese
  * has no spaces). o200k's pre-tokenizer never joins a token across these points: a word ends at
- * them, and the space or the mark opens the next token (tests/modules/router/router.tokens.test.ts
+ * them, and the space or the mark opens the next token (tests/modules/metering/metering.tokens.test.ts
  * holds the pieces' sum to the whole on prose, code, JSON, Chinese and odd spacing).
  */
 const CUT = /(?<=\S)(?= \p{L})|(?<=\p{L})(?=[、。，！？；：]\p{L})/u;
