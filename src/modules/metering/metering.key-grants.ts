@@ -7,7 +7,7 @@
  * commit adds a request's cost to router_usage_key_daily and lowers its holder's grant by the same
  * amount in one transaction, which keeps that sum unchanged for every reader.
  *
- * The admission (router.admission.ts) calls these with the key id where the wallet has a user id.
+ * The admission (metering.admission.ts) calls these with the key id where the wallet has a user id.
  */
 import { sql } from 'drizzle-orm';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';

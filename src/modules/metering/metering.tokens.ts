@@ -64,7 +64,7 @@ function countRuns(count: (text: string) => number, text: string): number {
 /**
  * A text's count, piece by piece (counting takes ~0.4 ms per 10 KB, and a body may hold megabytes:
  * GATEWAY_MAX_BODY), with other counts served between the pieces. Runs on the counter's thread
- * (router.tokens.worker.ts).
+ * (metering.tokens.worker.ts).
  */
 export async function countInPieces(count: (text: string) => number, text: string): Promise<number> {
   let total = 0;

@@ -5,7 +5,7 @@
  *   admit (an upper bound of the cost held against the wallet and the key, or less with a
  *          completion allowance the request is then held to)
  *   → call (the candidates in order until one produces output: failover before the first byte)
- *   → meter (what was used, router.meter.ts; the completion billed clamped to the request's maximum)
+ *   → meter (what was used, metering.meter.ts; the completion billed clamped to the request's maximum)
  *   → commit (the usage row and its debit, durable before the answer ends; then the hold ends).
  *
  * The gateway and the agents module call it; other entry points use `metering` for the same path.

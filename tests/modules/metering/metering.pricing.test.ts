@@ -1,4 +1,4 @@
-/** The admission's upper bound of a request's cost (router.pricing.ts). */
+/** The admission's upper bound of a request's cost (metering.pricing.ts). */
 import { describe, expect, test } from 'bun:test';
 import { costOf, estimateCost, minimumCost, promptTokenBound, requestBound, tokensWithin } from '../../../src/modules/metering/metering.pricing';
 
