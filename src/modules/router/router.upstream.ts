@@ -8,7 +8,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../platform/http/http1-client';
-import { type Chunk, deltasOf, hasOutput } from './router.meter';
+import { type Chunk, deltasOf, hasOutput } from '../metering';
 
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
