@@ -52,7 +52,7 @@ $(CONSOLE_BUNDLE): $(DEPS_STAMP) scripts/build-console.ts $(shell find src/conso
 	$(BUN) scripts/build-console.ts
 
 # Worker threads' entry points: each is built into the binary beside src/main.ts.
-WORKERS := src/modules/router/router.tokens.worker.ts
+WORKERS := src/modules/metering/metering.tokens.worker.ts
 
 # `cpd version` names the commit and target (scripts/release.ts sets the same for each release target).
 BUILD_DEFINES = --define CPD_BUILD_COMMIT='"$(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"' \

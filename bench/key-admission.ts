@@ -15,8 +15,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { buildApp } from '../src/app';
-import { createKeyLimits } from '../src/modules/router/router.key-limits';
-import { createUsageWriter, type UsageRecord } from '../src/modules/router/router.usage';
+import { createKeyLimits } from '../src/modules/metering/metering.key-limits';
+import { createUsageWriter, type UsageRecord } from '../src/modules/metering/metering.usage';
 import { newId } from '../src/platform/ids';
 import { createTestContext } from '../tests/support/app';
 

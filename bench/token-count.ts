@@ -10,7 +10,7 @@
  *   bun bench/token-count.ts        (TURNS=20 CHARS=2500 ROUNDS=5)
  */
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { countPromptTokens, loadTokenizer } from '../src/modules/router/router.tokens';
+import { countPromptTokens, loadTokenizer } from '../src/modules/metering/metering.tokens';
 
 const TURNS = Number(process.env.TURNS ?? 20);
 const CHARS = Number(process.env.CHARS ?? 2500);

@@ -9,7 +9,7 @@
  *   bun bench/usage-commit.ts        (N=2000 rows per c=1 round, ROUNDS=3)
  */
 import { createBillingService } from '../src/modules/billing';
-import { createUsageWriter, type UsageRecord } from '../src/modules/router/router.usage';
+import { createUsageWriter, type UsageRecord } from '../src/modules/metering/metering.usage';
 import { newId } from '../src/platform/ids';
 import { createTestContext } from '../tests/support/app';
 

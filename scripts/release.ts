@@ -92,7 +92,7 @@ async function buildTarget(target: Target, commit: string): Promise<string> {
   const outfile = join(OUT_DIR, `cpd-${target.name}`);
   const result = await Bun.build({
     // The token counter's worker thread is a second entry point (as in the Makefile's WORKERS).
-    entrypoints: [join(ROOT, 'src/main.ts'), join(ROOT, 'src/modules/router/router.tokens.worker.ts')],
+    entrypoints: [join(ROOT, 'src/main.ts'), join(ROOT, 'src/modules/metering/metering.tokens.worker.ts')],
     compile: { target: target.bun, outfile },
     bytecode: true,
     splitting: true,

@@ -11,7 +11,8 @@ import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } fr
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
-import { createCostReport, createRouterService, createUsageLog, requestSilenceSeconds, routerRoutes } from './modules/router';
+import { createRouterService, requestSilenceSeconds, routerRoutes } from './modules/router';
+import { createCostReport, createUsageLog, usageRoutes } from './modules/usage';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
@@ -112,7 +113,8 @@ export async function buildApp(ctx: AppContext) {
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
-    .use(routerRoutes({ auth, router, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx), audit }))
+    .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
+    .use(routerRoutes({ auth, router, audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
     .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))

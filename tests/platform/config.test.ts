@@ -52,6 +52,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 8080, databaseUrl: null });
   });
 
+  test("ROUTER_UPSTREAM_CLIENT: fetch for every backend by default, cpd's own client for plain HTTP with http1, unless behind a proxy", () => {
+    expect(loadConfig({}).router.httpProxy).toBe(true);
+    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1' }).router.httpProxy).toBe(false);
+    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1', http_proxy: 'http://proxy:3128' }).router.httpProxy).toBe(true);
+    expect(() => loadConfig({ ROUTER_UPSTREAM_CLIENT: 'undici' })).toThrow(ConfigError);
+  });
+
   test('MODEL_BACKENDS lists several upstreams per slug', () => {
     const c = loadConfig({ MODEL_BACKENDS: 'a=http://h1:1/v1, a=http://h2:2/v1,b=https://h3/v1/' });
     expect(c.modelBackends).toEqual({

@@ -1,5 +1,5 @@
 /** A usage row as the router hands it to the usage writer: an anonymous, costless answer of `model` with `promptTokens`. */
-import type { UsageRecord } from '../../src/modules/router/router.usage';
+import type { UsageRecord } from '../../src/modules/metering/metering.usage';
 
 export const usageRecord = (id: string, promptTokens: number, model = 'm1'): UsageRecord => ({
   id,

@@ -14,7 +14,7 @@ import { expect } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { createParser } from 'eventsource-parser';
 import { buildApp } from '../../src/app';
-import type { KeyLimitsInput } from '../../src/modules/accounts/accounts.key-limits';
+import type { KeyLimitsInput } from '../../src/modules/metering';
 import { createTestContext } from './app';
 import { ensureBuilt, type RunningBinary, startBinary } from './binary';
 import { createTestDatabase, type TestDatabase } from './db';

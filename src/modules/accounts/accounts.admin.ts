@@ -7,7 +7,7 @@ import { and, count, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import { AppError } from '../../platform/errors';
-import type { createApiKeyStore } from './accounts.api-keys';
+import type { KeyCache } from './accounts.key-cache';
 import { hashPassword } from './accounts.passwords';
 import { apiKeys, sessions, users } from './accounts.tables';
 
@@ -42,7 +42,7 @@ export function checkPassword(password: string) {
   if (password.length < 8 || password.length > 128) throw new AppError('invalid', 'password must be 8 to 128 characters');
 }
 
-export function createUserAdmin(ctx: AppContext, keys: ReturnType<typeof createApiKeyStore>) {
+export function createUserAdmin(ctx: AppContext, keys: KeyCache) {
   const { db } = ctx.database;
 
   async function listUsers(query: { q?: string; limit: number; cursor?: string }) {

@@ -7,7 +7,7 @@ import type { Server } from 'bun';
 import type { Config } from '../../config';
 import { type authPlugin, SESSION_COOKIE } from '../../platform/http/auth';
 import { clientAddress } from '../../platform/http/client-address';
-import type { KeyPolicy } from './accounts.key-limits';
+import type { KeyPolicy } from '../metering';
 import type { AccountsService, RequestMeta } from './accounts.service';
 import * as s from './accounts.schemas';
 

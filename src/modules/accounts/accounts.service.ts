@@ -11,6 +11,7 @@ import { namedLimiter } from '../../platform/http/rate-limit';
 import { newId } from '../../platform/ids';
 import { checkPassword, createUserAdmin } from './accounts.admin';
 import { createApiKeyStore } from './accounts.api-keys';
+import { createKeyCache } from './accounts.key-cache';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './accounts.passwords';
 import { loginChallenges, sessions, users } from './accounts.tables';
 import { createTwoFactor } from './accounts.two-factor';
@@ -62,8 +63,9 @@ function validateNewAccount(input: { email: string; password: string; phone?: st
 
 export function createAccountsService(ctx: AppContext) {
   const { db } = ctx.database;
-  const keys = createApiKeyStore(ctx);
-  const admin = createUserAdmin(ctx, keys);
+  const keyCache = createKeyCache(ctx);
+  const keys = createApiKeyStore(ctx, keyCache);
+  const admin = createUserAdmin(ctx, keyCache);
   const twoFactor = createTwoFactor(ctx);
   const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
@@ -249,7 +251,7 @@ export function createAccountsService(ctx: AppContext) {
       if (!row) return null;
       return { userId: row.userId, email: row.email, isAdmin: row.isAdmin, via: 'session', sessionId: row.sessionId, keyId: null } satisfies Caller;
     },
-    callerForKey: keys.callerForKey,
+    callerForKey: keyCache.callerForKey,
   };
 
   /**
@@ -314,7 +316,7 @@ export function createAccountsService(ctx: AppContext) {
     listApiKeys: keys.listApiKeys,
     updateApiKey: keys.updateApiKey,
     /** The limits of an API key, for the router's admission (null: no such key). */
-    keyLimitsOf: keys.limitsOf,
+    keyLimitsOf: keyCache.limitsOf,
     revokeApiKey: keys.revokeApiKey,
     setupTwoFactor: twoFactor.setup,
     async enableTwoFactor(userId: string, code: string, meta: RequestMeta) {

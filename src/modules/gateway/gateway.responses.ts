@@ -8,7 +8,7 @@
  * response.failed when the upstream stream broke) carrying the usage and its cost.
  */
 import { randomBase62 } from '../../platform/ids';
-import type { Chunk } from '../router';
+import type { Chunk } from '../metering';
 
 type Json = Record<string, unknown>;
 

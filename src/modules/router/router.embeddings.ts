@@ -6,10 +6,8 @@
  */
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
-import { type Price, costOf } from './router.pricing';
-import type { Admitted, ChatRequest, Metered, RequestKind, Served } from './router.service';
-import { countTexts } from './router.tokens';
-import type { Chunk } from './router.meter';
+import { type Chunk, type Price, costOf, countTexts } from '../metering';
+import type { Admitted, ChatRequest, Metered, RequestKind, Served } from './router.types';
 import { type AttemptControl, type Upstream, embedOnce } from './router.upstream';
 
 /** OpenAI's own bound on the number of inputs in one request. */

@@ -1,56 +1,5 @@
 import { t } from 'elysia';
 
-export const CostQuery = t.Object({
-  from: t.Optional(t.String({ description: 'ISO 8601 start (inclusive); default: 30 days before `to`' })),
-  to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive); default: now' })),
-  group_by: t.Optional(t.String({ description: 'comma-separated: user, model, entrypoint' })),
-});
-
-export const UsageQuery = t.Object({
-  from: t.Optional(t.String({ description: 'ISO 8601 start (inclusive)' })),
-  to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive)' })),
-  model: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
-  key_id: t.Optional(t.String({ minLength: 1, maxLength: 64 })),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: t.Optional(t.String({ minLength: 1 })),
-});
-
-export const UsageResponse = t.Object({
-  usage: t.Array(
-    t.Object({
-      id: t.String(),
-      created_at: t.String(),
-      entrypoint: t.String(),
-      model: t.String(),
-      key_id: t.Union([t.String(), t.Null()]),
-      prompt_tokens: t.Integer(),
-      completion_tokens: t.Integer(),
-      cost: t.Number(),
-      currency: t.String(),
-      status: t.Integer(),
-      streamed: t.Boolean(),
-      latency_ms: t.Integer(),
-      clamped: t.Boolean({ description: 'the completion was billed at the request maximum, below the completion_tokens the upstream reported' }),
-    }),
-  ),
-  next_cursor: t.Union([t.String(), t.Null()]),
-});
-
-export const CostRowSchema = t.Object({
-  user: t.Optional(t.String()),
-  model: t.Optional(t.String()),
-  entrypoint: t.Optional(t.String()),
-  cost_usd: t.Number(),
-  tokens: t.Integer(),
-});
-
-export const CostResponse = t.Object({
-  from: t.String(),
-  to: t.String(),
-  group_by: t.Array(t.String()),
-  items: t.Array(CostRowSchema),
-});
-
 export const BackendsBody = t.Object({
   backends: t.Array(
     t.Object({

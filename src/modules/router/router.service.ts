@@ -5,7 +5,7 @@
  *   admit (an upper bound of the cost held against the wallet and the key, or less with a
  *          completion allowance the request is then held to)
  *   → call (the candidates in order until one produces output: failover before the first byte)
- *   → meter (what was used, router.meter.ts; the completion billed clamped to the request's maximum)
+ *   → meter (what was used, metering.meter.ts; the completion billed clamped to the request's maximum)
  *   → commit (the usage row and its debit, durable before the answer ends; then the hold ends).
  *
  * The gateway and the agents module call it; other entry points use `metering` for the same path.
@@ -18,18 +18,14 @@ import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
-import { type Need, type Ticket, createAdmission } from './router.admission';
+import { type Chunk, type EstimateSettings, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, tokensWithin, usdConverter } from '../metering';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
-import { type KeyLimitsSource, createKeyLimits } from './router.key-limits';
-import { type BackendLease, leaseBackend } from './router.lease';
+import { leaseBackend } from './router.lease';
 import { createRouterMetrics } from './router.metrics';
-import { type Chunk, type StreamOutcome, type UsageCounts, addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, noneGenerated } from './router.meter';
-import { type EstimateSettings, type Price, type RequestBound, costOf, estimateCost, minimumCost, requestBound, tokensWithin, usdConverter } from './router.pricing';
-import { countPromptTokens, loadTokenizer } from './router.tokens';
+import type { Admitted, Candidate, ChatRequest, ChatStream, Metered, Plan, RequestKind, Served } from './router.types';
 import { AttemptError, type AttemptControl, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
-import { type UsageDebitor, type UsageRecord, createUsageWriter } from './router.usage';
 
 export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
@@ -45,86 +41,6 @@ export interface RouterDeps {
     };
     onBalanceChange(listener: (userId: string) => void, resync: () => void): Promise<void>;
   };
-}
-
-export interface ChatCaller {
-  userId: string;
-  keyId: string | null;
-}
-
-export interface ChatRequest {
-  /** null: an unbilled open agent call (usage row with no user, reported as `anonymous`; no debit). */
-  caller: ChatCaller | null;
-  body: Record<string, unknown>;
-  /** Aborts the upstream request (the client went away). */
-  signal?: AbortSignal;
-  /** Size of the request as received, for the admission's upper bound; defaults to the JSON length. */
-  bodyBytes?: number;
-  requestId?: string;
-}
-
-/** An opened stream: headers may be sent; iterate for chunks (the last carries usage and cost). */
-export interface ChatStream extends AsyncIterable<Chunk> {
-  model: string;
-  /** The cost known when the first token arrived (prompt + first chunk); the final chunk has the definitive one. */
-  headerCostMicros: bigint;
-  /** Stops the upstream request; the stream then ends and bills what was delivered. */
-  abort(): void;
-}
-
-interface Candidate {
-  slug: string;
-  price: Price;
-}
-
-interface Plan {
-  entrypoint: string;
-  candidates: Candidate[];
-  /** The request's upper bound of cost, and the least it can be served with (the most of either over the candidates). */
-  need: Need;
-  /** A chat request's prompt and completion bound; null for a kind without completion. */
-  bound: RequestBound | null;
-}
-
-/**
- * A request past admission: its plan, its holds on the wallet and the key (none for anonymous
- * calls), what they hold (its upper bound, or less: then its completion has an allowance), its start.
- */
-export interface Admitted {
-  req: ChatRequest;
-  plan: Plan;
-  ticket: Ticket | null;
-  holdMicros: bigint;
-  started: number;
-}
-
-/** The candidate that answered and the lease on its backend. */
-export interface Served {
-  candidate: Candidate;
-  lease: BackendLease;
-}
-
-/** What commit() records for a request. */
-export interface Metered {
-  model: string;
-  backend: string | null;
-  /** As reported (or counted); the cost may be of fewer completion tokens (`clamped`). */
-  counts: UsageCounts;
-  costMicros: bigint;
-  status: number;
-  streamed: boolean;
-  aborted: boolean;
-  /** The completion was billed at the request's maximum, below what was reported. */
-  clamped: boolean;
-}
-
-/**
- * What kind of request a body is: how it is validated and how its cost is bounded for admission.
- * Without `estimate` it is a chat request, bounded by its prompt and completion (router.pricing.ts).
- */
-export interface RequestKind {
-  validate(body: unknown): asserts body is Record<string, unknown>;
-  estimate?(price: Price, bodyBytes: number, body: Record<string, unknown>): bigint;
 }
 
 const CHAT: RequestKind = { validate: validateChatBody };

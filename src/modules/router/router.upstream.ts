@@ -8,7 +8,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { type BodyReader, fetchPost, type HttpAnswer, http1Post } from '../../platform/http/http1-client';
-import { type Chunk, deltasOf, hasOutput } from './router.meter';
+import { type Chunk, deltasOf, hasOutput } from '../metering';
 
 /** Why an attempt failed, and whether another backend may do better. */
 export class AttemptError extends Error {
@@ -32,11 +32,15 @@ export class AttemptError extends Error {
 export interface Upstream {
   url: string;
   apiKey: string | null;
-  /** Called over cpd's own HTTP/1.1 client (a plain-HTTP URL and no HTTP proxy) rather than fetch. */
+  /** Called over cpd's own HTTP/1.1 client (ROUTER_UPSTREAM_CLIENT=http1, a plain-HTTP URL, no HTTP proxy) rather than fetch. */
   direct?: boolean;
 }
 
-/** Whether a backend at `url` is called over cpd's own client: plain HTTP, not through a proxy. */
+/**
+ * Whether a backend at `url` is called over cpd's own client: plain HTTP, not through fetch (which
+ * `httpProxy` asks of every backend: set by an HTTP proxy, or unless ROUTER_UPSTREAM_CLIENT=http1;
+ * docs/decisions/0021-upstream-http-client.md).
+ */
 export const isDirect = (url: string, httpProxy: boolean) => !httpProxy && url.startsWith('http:');
 
 /** The upstream's credential as a header; empty without a key. */

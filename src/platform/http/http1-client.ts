@@ -1,7 +1,8 @@
 /**
  * A plain-HTTP/1.1 client on the event loop's own sockets (`Bun.connect`), with a keep-alive pool
  * per origin: what the gateway uses to call its `http:` backends (supervised engines, a vLLM or
- * llama.cpp server on the LAN).
+ * llama.cpp server on the LAN) with ROUTER_UPSTREAM_CLIENT=http1; fetch is the default
+ * (docs/decisions/0021-upstream-http-client.md).
  *
  * Why not `fetch`: Bun's fetch runs every request on its HTTP client thread and hands it over and
  * back through the event loop. Measured with Bun 1.4.5 against a local Bun.serve that answers a

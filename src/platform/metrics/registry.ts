@@ -55,15 +55,10 @@ export class MetricsRegistry {
   }
 
   private promRegistry(): Promise<Registry> {
-    this.formatter ??= import('prom-client').then(({ Registry, collectDefaultMetrics }) => {
+    this.formatter ??= Promise.all([import('prom-client'), import('./process')]).then(([{ Registry }, { registerProcessMetrics }]) => {
       const registry = new Registry();
       for (const metric of this.families.values()) registry.registerMetric(metric as unknown as Metric);
-      // Without nodejs_heap_space_size_* (patches/prom-client@15.1.3.patch): under Bun,
-      // v8.getHeapSpaceStatistics() walks the whole heap on the event loop, 63–68 ms with 3 M
-      // objects, 10–23 ms per scrape of a server under load, and once when this registry is made.
-      // V8's heap spaces do not exist in JavaScriptCore anyway; nodejs_heap_size_*
-      // (process.memoryUsage(), microseconds) still tell the heap's size.
-      collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+      registerProcessMetrics(registry, EVENT_LOOP_SAMPLE_MS);
       return registry;
     });
     return this.formatter;

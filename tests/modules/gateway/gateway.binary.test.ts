@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { sql } from 'drizzle-orm';
 import { type GatewayBinary, startGatewayBinary } from '../../support/gateway-binary';
 import { waitFor } from '../../support/wait';
-import { countPromptTokens } from '../../../src/modules/router/router.tokens';
+import { countPromptTokens } from '../../../src/modules/metering/metering.tokens';
 
 describe('gateway in the compiled binary (postgres)', () => {
   let g: GatewayBinary;

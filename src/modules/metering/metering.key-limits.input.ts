@@ -1,39 +1,11 @@
 /**
  * The optional limits of an API key: allowed models (slugs or route names), a spend limit per
- * period, an expiry and a request rate. Here they are checked and turned into stored values; the
- * router enforces them on every gateway request.
+ * period, an expiry and a request rate. Here a request's fields are checked and turned into the
+ * values the accounts module stores; metering.key-limits.ts enforces them on every gateway request.
  */
 import { AppError } from '../../platform/errors';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
-
-export type SpendPeriod = 'day' | 'month' | 'total';
-
-export interface KeyLimits {
-  models: string[] | null;
-  spendLimitMicros: bigint | null;
-  spendPeriod: SpendPeriod | null;
-  expiresAt: Date | null;
-  rpm: number | null;
-}
-
-/** The request fields (absent: unchanged; null: cleared). */
-export interface KeyLimitsInput {
-  models?: string[] | null;
-  spend_limit?: number | null;
-  spend_period?: SpendPeriod | null;
-  expires_at?: string | null;
-  rpm?: number | null;
-}
-
-/** What the limits need from other modules, given by the composition root. */
-export interface KeyPolicy {
-  /** A priced model slug, or a route with a priced model. */
-  isModel(name: string): boolean;
-  /** Spent by each key in its current period (site currency micro-units). */
-  spentBy(keys: Array<{ keyId: string; period: SpendPeriod }>): Promise<Map<string, bigint>>;
-}
-
-export const NO_LIMITS: KeyLimits = { models: null, spendLimitMicros: null, spendPeriod: null, expiresAt: null, rpm: null };
+import type { KeyLimits, KeyLimitsInput, KeyPolicy } from './metering.key-limits.types';
 
 /** The limits after `input` is applied to `current`; bad input is 400 and nothing is changed. */
 export function applyLimits(current: KeyLimits, input: KeyLimitsInput, policy: KeyPolicy, now: Date, creating: boolean): KeyLimits {

@@ -7,13 +7,13 @@
  * commit adds a request's cost to router_usage_key_daily and lowers its holder's grant by the same
  * amount in one transaction, which keeps that sum unchanged for every reader.
  *
- * The admission (router.admission.ts) calls these with the key id where the wallet has a user id.
+ * The admission (metering.admission.ts) calls these with the key id where the wallet has a user id.
  */
 import { sql } from 'drizzle-orm';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
 import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
-import type { SpendPeriod } from './router.key-limits';
+import type { SpendPeriod } from './metering.key-limits.types';
 
 /** A number only this module uses as the first half of its advisory lock keys. */
 const LOCK_SPACE = 0x6b6579;

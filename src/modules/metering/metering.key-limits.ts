@@ -3,9 +3,9 @@
  * minute (429 with Retry-After) and the spend limit per period (402).
  *
  * The spend limit has the wallet's bound, across every process on the database, without a
- * database round trip per request: the wallet's admission (router.admission.ts) runs over the
+ * database round trip per request: the wallet's admission (metering.admission.ts) runs over the
  * key's remaining budget in its period instead of a balance. Each process holds a grant of that
- * budget (router.key-grants.ts: committed spend plus the live grants never exceed the limit) and
+ * budget (metering.key-grants.ts: committed spend plus the live grants never exceed the limit) and
  * admits from memory while the grant covers its requests in flight plus this one's upper-bound
  * cost; otherwise it asks for more, and at the end for the key's one margin, so at most one
  * request at a time takes the key past its limit, by at most its own cost. The usage commit lowers
@@ -20,18 +20,10 @@ import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
-import { type GrantSource, type Need, type Ticket, createAdmission } from './router.admission';
-import { type KeyBudget, createKeyGrants } from './router.key-grants';
-import { routerUsageKeyDaily } from './router.tables';
-
-export type SpendPeriod = 'day' | 'month' | 'total';
-
-export interface KeyLimits {
-  models: readonly string[] | null;
-  spendLimitMicros: bigint | null;
-  spendPeriod: SpendPeriod | null;
-  rpm: number | null;
-}
+import { type GrantSource, type Need, type Ticket, createAdmission } from './metering.admission';
+import { type KeyBudget, createKeyGrants } from './metering.key-grants';
+import type { KeyLimits, SpendPeriod } from './metering.key-limits.types';
+import { routerUsageKeyDaily } from './metering.tables';
 
 /** The accounts module's lookup (its key cache); null for an unknown key. */
 export type KeyLimitsSource = (keyId: string) => Promise<KeyLimits | null>;
@@ -139,7 +131,7 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   /**
    * The rest of the key's limits for a request with this upper bound (and minimum) of its cost;
    * answers the spend hold to release after the usage row committed (null when the key has no
-   * spend limit). The hold may be less than the bound, as the wallet's may (router.admission.ts).
+   * spend limit). The hold may be less than the bound, as the wallet's may (metering.admission.ts).
    */
   async function admit(limits: AllowedKey | null, need: Need, signal?: AbortSignal): Promise<Ticket | null> {
     if (!limits) return null;

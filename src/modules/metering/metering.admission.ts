@@ -22,7 +22,7 @@
  * third of WALLET_GRANT_TTL and stops using them locally before they could expire; a dead
  * process's grants expire. An idle wallet's grant is given back after a second.
  *
- * The API key spend limits (router.key-limits.ts) run this same admission over a key's remaining
+ * The API key spend limits (metering.key-limits.ts) run this same admission over a key's remaining
  * budget in its period, with their own grants table and refusals; forget() serves them when a key's
  * limit or period changes.
  */

@@ -1,6 +1,6 @@
-/** The admission's upper bound of a request's cost (router.pricing.ts). */
+/** The admission's upper bound of a request's cost (metering.pricing.ts). */
 import { describe, expect, test } from 'bun:test';
-import { costOf, estimateCost, minimumCost, promptTokenBound, requestBound, tokensWithin } from '../../../src/modules/router/router.pricing';
+import { costOf, estimateCost, minimumCost, promptTokenBound, requestBound, tokensWithin } from '../../../src/modules/metering/metering.pricing';
 
 const settings = { imageTokens: 1500, defaultMaxTokens: 4096 };
 const perToken = { unit: 'per_million_tokens' as const, priceMicros: 1_000_000n }; // one micro-unit per token

@@ -9,8 +9,8 @@ import type { AppContext } from '../../app-context';
 import { type CursorKey, decodeCursor, olderThan, page } from '../../platform/cursor';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
-import { parseTime } from './router.cost';
-import { routerUsage } from './router.tables';
+import { parseTime } from './usage.cost';
+import { routerUsage } from '../metering';
 
 export interface UsageLogQuery {
   from?: string;

@@ -4,7 +4,7 @@
  * loaded on the event loop), and counting a long prompt takes ~0.4 ms per 10 KB; here neither
  * holds up a request. Messages: {id, texts} in, {id, counts} or {id, error} out.
  */
-import { countInPieces } from './router.tokens';
+import { countInPieces } from './metering.tokens';
 
 declare const self: Worker;
 

@@ -8,7 +8,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
-import { createUsageWriter } from '../../../src/modules/router/router.usage';
+import { createUsageWriter } from '../../../src/modules/metering/metering.usage';
 import { createTestContext, type TestContext } from '../../support/app';
 import { DB_KINDS } from '../../support/db';
 import { usageRecord } from '../../support/usage-record';

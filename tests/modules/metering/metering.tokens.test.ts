@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { countPromptTokens, countTexts } from '../../../src/modules/router/router.tokens';
+import { countPromptTokens, countTexts } from '../../../src/modules/metering/metering.tokens';
 
 const paragraph = (tag: string) => `${tag}: ${'The quick brown fox jumps over the lazy dog, then counts its tokens. '.repeat(40)}`;
 
@@ -55,7 +55,7 @@ describe('token counting', () => {
 
   test('a fresh process counts on the counter thread, its event loop running while the tables load', async () => {
     const script = `
-      import { countTexts } from ${JSON.stringify(join(import.meta.dir, '../../../src/modules/router/router.tokens.ts'))};
+      import { countTexts } from ${JSON.stringify(join(import.meta.dir, '../../../src/modules/metering/metering.tokens.ts'))};
       let ticks = 0;
       const timer = setInterval(() => ticks++, 1);
       const count = await countTexts(['hello world']);

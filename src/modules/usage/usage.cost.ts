@@ -13,7 +13,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
-import { usdConverter } from './router.pricing';
+import { usdConverter } from '../metering';
 
 export const GROUP_KEYS = ['user', 'model', 'entrypoint'] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];

@@ -19,7 +19,7 @@ const PIECE_CHARS = 4096;
  * Where a text may be cut without changing its count: before a space that starts a word (after a
  * character that is not a space), or before a CJK punctuation mark between two letters (Chinese
  * has no spaces). o200k's pre-tokenizer never joins a token across these points: a word ends at
- * them, and the space or the mark opens the next token (tests/modules/router/router.tokens.test.ts
+ * them, and the space or the mark opens the next token (tests/modules/metering/metering.tokens.test.ts
  * holds the pieces' sum to the whole on prose, code, JSON, Chinese and odd spacing).
  */
 const CUT = /(?<=\S)(?= \p{L})|(?<=\p{L})(?=[、。，！？；：]\p{L})/u;
@@ -64,7 +64,7 @@ function countRuns(count: (text: string) => number, text: string): number {
 /**
  * A text's count, piece by piece (counting takes ~0.4 ms per 10 KB, and a body may hold megabytes:
  * GATEWAY_MAX_BODY), with other counts served between the pieces. Runs on the counter's thread
- * (router.tokens.worker.ts).
+ * (metering.tokens.worker.ts).
  */
 export async function countInPieces(count: (text: string) => number, text: string): Promise<number> {
   let total = 0;
@@ -85,7 +85,7 @@ export async function countInPieces(count: (text: string) => number, text: strin
  */
 function workerUrl(): string {
   const here = new URL(import.meta.url);
-  return new URL(here.pathname.startsWith('/$bunfs/') ? './modules/router/router.tokens.worker.ts' : './router.tokens.worker.ts', here).href;
+  return new URL(here.pathname.startsWith('/$bunfs/') ? './modules/metering/metering.tokens.worker.ts' : './metering.tokens.worker.ts', here).href;
 }
 
 /** Counts on the counter's thread, started at first use and again if it ever dies. */

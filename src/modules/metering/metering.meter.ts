@@ -1,12 +1,12 @@
 /**
  * Metering: what a request used. Upstream usage wins when it is valid; otherwise tokens are
- * counted (router.tokens.ts), of every kind of generated text: content, reasoning, refusals, tool
+ * counted (metering.tokens.ts), of every kind of generated text: content, reasoning, refusals, tool
  * and function calls. A stream meter follows a stream chunk by chunk: it keeps what was
  * delivered, holds back the upstream's usage-only chunk (the client gets it last, with the cost
  * added) and answers the counts when the stream ends, however it ends.
  */
 import { toMajor } from '../../platform/money';
-import { countPromptTokens, countTexts } from './router.tokens';
+import { countPromptTokens, countTexts } from './metering.tokens';
 
 /** One parsed chat completion, or one chunk of a stream, as the upstream sent it. */
 export type Chunk = Record<string, unknown>;
@@ -78,7 +78,7 @@ export function addGenerated(into: Generated, parts: Array<GeneratedFields | und
 
 export const noneGenerated = (): Generated => ({ content: '', reasoning: '', refusal: '', calls: '' });
 
-/** Completion tokens of generated text: each kind counted (router.tokens.ts). */
+/** Completion tokens of generated text: each kind counted (metering.tokens.ts). */
 export const countGenerated = (g: Generated) => countTexts([g.content, g.reasoning, g.refusal, g.calls]);
 
 export function deltasOf(chunk: Chunk): Array<GeneratedFields | undefined> {

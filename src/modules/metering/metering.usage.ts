@@ -48,7 +48,7 @@ export interface UsageDebitor {
   ): Promise<{ grants: Map<string, Grant>; committed: () => void }>;
 }
 
-/** The API key spend limits' part of a usage commit (router.key-limits.ts). */
+/** The API key spend limits' part of a usage commit (metering.key-limits.ts). */
 export interface KeySpendHook {
   /** Issues, without awaiting, the statement lowering this process's key grants by the rows' cost; null when there is none. */
   consume(on: DbOrTx, rows: UsageRecord[]): Promise<Map<string, Grant>> | null;

@@ -1,0 +1,3 @@
+export { createCostReport } from './usage.cost';
+export { createUsageLog, type UsageLog } from './usage.log';
+export { usageRoutes } from './usage.routes';
