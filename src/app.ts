@@ -17,7 +17,7 @@ import { createPricingService, pricingPages, pricingRoutes } from './modules/pri
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
-import type { AppContext } from './platform/context';
+import type { AppContext } from './app-context';
 import { type AuthMode, authenticate, authPlugin } from './platform/http/auth';
 import { credentialGate } from './platform/http/credential-gate';
 import { jsonBodiesOnly } from './platform/http/body-type';

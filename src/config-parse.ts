@@ -1,17 +1,12 @@
 /**
  * The checkers configuration is built from: each reads one raw value and returns it typed, or
  * throws ConfigError naming the variable (the CLI prints that one line and exits 2).
- * No imports: any module's settings parser may use them without depending on config.ts.
+ * Only platform's ConfigError imported: a settings parser of the config layer (config-router.ts)
+ * may use them without depending on config.ts.
  */
+import { ConfigError } from './platform/errors';
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-  }
-}
+export { ConfigError };
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

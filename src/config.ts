@@ -8,7 +8,8 @@
  *   1. read it in loadConfig below with `get('NAME')` through a checker of config-parse.ts
  *      (number, oneOf, httpUrl, pairs, parseDuration), its default beside it;
  *   2. put the typed value in the Config slice of the module that uses it (a module with many
- *      settings exports a parser taking `get`, as router.config.ts does, and loadConfig calls it);
+ *      settings gets a parser taking `get` in the config layer, as config-router.ts is for the
+ *      router, and loadConfig calls it: config sits below the modules and imports none of them);
  *   3. add it to docs/configuration.md and, when operators set it, to the README table.
  * A check that involves several variables (PAYMENT_MODE and PUBLIC_URL, PAYMENT_PROVIDERS and
  * SITE) sits right after the reads it needs, throwing ConfigError for the variable to change.
@@ -16,9 +17,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from './config-parse';
-import { type RouterSettings, routerSettings } from './modules/router/router.config';
+import { type RouterSettings, routerSettings } from './config-router';
 import { nodeCrypto, randomBytes } from './platform/crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
+import type { PlatformConfig } from './platform/platform-config';
 
 export { ConfigError, parseDuration } from './config-parse';
 
@@ -26,7 +28,7 @@ export type Site = 'intl' | 'cn';
 export type PaymentProviderId = 'card' | 'chat_wallet' | 'app_wallet';
 export type Component = 'engine' | 'router' | 'agent' | 'memo';
 
-export interface Config {
+export interface Config extends PlatformConfig {
   site: Site;
   currency: 'USD' | 'CNY';
   host: string;

@@ -4,7 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { type Config, ConfigError } from '../config';
-import { createContext, type OpenOptions } from '../platform/context-factory';
+import { createContext, type OpenOptions } from '../context-factory';
 import { isDatabaseUnreachable, migrate } from '../platform/db';
 import { FatalError, rootMessage } from '../platform/errors';
 

@@ -4,7 +4,7 @@ import { loadConfig } from '../config';
 import { createReleasesService } from '../modules/releases';
 import { type InstallProgress, installRuntime, readRuntimeState, rollbackRuntime, type RuntimeComponent } from '../modules/runtime';
 import { systemClock } from '../platform/clock';
-import type { AppContext } from '../platform/context';
+import type { AppContext } from '../app-context';
 import { AppError } from '../platform/errors';
 import { createLogger } from '../platform/logger';
 import { FatalError, parseCommand, UsageError } from './args';

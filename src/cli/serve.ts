@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { isLoopbackUrl, loadConfig } from '../config';
 import { joinMembership } from '../modules/replicas';
-import { ensureWritableDir } from '../platform/context-factory';
+import { ensureWritableDir } from '../context-factory';
 import { listenOptions } from '../platform/http/listen';
 import { FatalError, parseCommand } from './args';
 import { migrateForCommand, openForCommand } from './database';

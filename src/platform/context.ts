@@ -1,13 +1,17 @@
-import type { Config } from '../config';
 import type { Clock } from './clock';
 import type { Database } from './db';
 import type { ReplicaCount } from './http/rate-limit';
 import type { Logger } from './logger';
 import type { MetricsRegistry } from './metrics/registry';
+import type { PlatformConfig } from './platform-config';
 
-/** What every module's service factory may use; built once in cli/serve.ts (or by tests). */
-export interface AppContext {
-  config: Config;
+/**
+ * What every module's service factory may use, over the configuration `C` the app parsed (the
+ * app's AppContext, src/app-context.ts, is this over its whole Config); built once by
+ * src/context-factory.ts (or by tests).
+ */
+export interface PlatformContext<C extends PlatformConfig> {
+  config: C;
   database: Database;
   /**
    * Where reports read (cost report, usage log, CSV export): the DATABASE_READ_URL replica, so a

@@ -50,6 +50,20 @@ export class AppError extends Error {
 }
 
 /**
+ * A setting that cannot be used, naming its variable: the CLI prints that one line and exits 2.
+ * Thrown by the config layer's checkers (config-parse.ts) and by platform code that finds a
+ * setting wrong only when it uses it (a database of another SITE, a DATA_DIR it cannot write).
+ */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+/**
  * An operator-facing failure: one line on stderr, then `exitCode`: 2 when the operator can fix it
  * by configuration (database unreachable, in use, not where expected), 1 otherwise (port taken).
  */

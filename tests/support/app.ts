@@ -10,7 +10,7 @@ import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import type { Clock } from '../../src/platform/clock';
 import { systemClock } from '../../src/platform/clock';
-import type { AppContext } from '../../src/platform/context';
+import type { AppContext } from '../../src/app-context';
 import { createLogger } from '../../src/platform/logger';
 import { createMetricsRegistry } from '../../src/platform/metrics/registry';
 import { createTestDatabase, type DbKind, type TestDatabase } from './db';

@@ -3,12 +3,12 @@
  * /login and /signup need no session; every /console page loads the caller once (GET /api/auth/me).
  */
 import './styles.css';
-import { createContext, render } from 'preact';
-import { useContext } from 'preact/hooks';
+import { render } from 'preact';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { api } from './api';
 import { site, t } from './locale';
 import type { Key } from './messages';
+import { type Me, MeContext } from './me';
 import { AdminAudit } from './admin/audit';
 import { AdminCost } from './admin/cost';
 import { AdminHealth } from './admin/health';
@@ -24,18 +24,6 @@ import { Transactions } from './pages/transactions';
 import { Usage } from './pages/usage';
 import { Wallet } from './pages/wallet';
 import { LanguageSwitch, Show, useGet } from './ui';
-
-export interface Me {
-  id: string;
-  email: string;
-  phone: string | null;
-  is_admin: boolean;
-  two_factor_enabled: boolean;
-  created_at: string;
-}
-
-const MeContext = createContext<Me | null>(null);
-export const useMe = () => useContext(MeContext)!;
 
 const USER_NAV: Array<[string, Key]> = [
   ['/console', 'nav.wallet'],

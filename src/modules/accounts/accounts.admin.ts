@@ -4,7 +4,7 @@
  * answers (the key store's revocation NOTIFY); a disabled account cannot sign in.
  */
 import { and, count, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import { AppError } from '../../platform/errors';
 import type { KeyCache } from './accounts.key-cache';

@@ -4,7 +4,7 @@
  * revoke reaches every process through the key cache (accounts.key-cache.ts).
  */
 import { and, desc, eq, isNull } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX } from '../../platform/http/auth';

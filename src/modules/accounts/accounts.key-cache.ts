@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { and, eq, isNull, or, lt } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { sha256Hex } from '../../platform/crypto';
 import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';

@@ -3,7 +3,7 @@
  * Secrets are random (256 bits for sessions and challenges) and stored only as SHA-256.
  */
 import { and, desc, eq, gt, lte, ne, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { randomBytes, sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import type { Caller, CallerResolver } from '../../platform/http/auth';

@@ -5,7 +5,7 @@
  * time step is recorded and later codes must be newer.
  */
 import { and, eq, isNull, lt, or } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { randomBytes, sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';

@@ -7,7 +7,7 @@
 import type { AccountsService } from '../accounts';
 import type { AuditActor, AuditService } from '../audit';
 import type { BillingService } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { toMajor } from '../../platform/money';
 
 export interface AdminDeps {

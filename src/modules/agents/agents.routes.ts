@@ -14,7 +14,7 @@ import {
   SessionUpdateBody,
   TurnParams,
 } from './agents.schemas';
-import type { AgentsService } from './index';
+import type { AgentsService } from './agents.api';
 
 const tags = ['agents'];
 const notImplemented = () => {

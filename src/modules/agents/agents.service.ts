@@ -4,7 +4,7 @@
  * a row of another workspace is the same 404 as a missing one.
  */
 import { and, asc, desc, eq, gt, isNull, lt, type SQL } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';

@@ -6,7 +6,7 @@
  * disconnects only stops listening; the turn completes and is persisted (docs/agents.md).
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { type DbOrTx, isDatabaseUnreachable, isTransient } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';

@@ -4,7 +4,7 @@
  * exists exactly when the write committed. The table refuses UPDATE and DELETE (a trigger).
  */
 import { desc } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { DbOrTx } from '../../platform/db';
 import { newId } from '../../platform/ids';

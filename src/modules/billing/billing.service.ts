@@ -3,7 +3,7 @@
  * and a cross-process balance-change signal. Payments, invoices and receipts hang off it.
  */
 import type { PaymentProviderId } from '../../config';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { createGrants, type Grant } from './grants';

@@ -6,7 +6,7 @@
  * The table is wallet_grants (billing.tables.ts says what each column is for).
  */
 import { sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 
 export interface Grant {

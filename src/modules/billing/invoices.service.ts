@@ -4,7 +4,7 @@
  * answer 404).
  */
 import { and, desc, eq } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { invoices } from './billing.tables';

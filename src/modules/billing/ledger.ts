@@ -7,7 +7,7 @@
  * A batch of usage entries is one statement the same way (applyUsageMany).
  */
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';

@@ -3,7 +3,7 @@
  * is read; then a payment's outcome is settled, or refunds and disputes are applied.
  */
 import type { PaymentProviderId } from '../../config';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import type { Payments } from './payments.service';
 import { BadSignatureError, type PaymentProvider, type ProviderNotice } from './providers';

@@ -7,7 +7,7 @@
  */
 import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { PaymentProviderId } from '../../config';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';

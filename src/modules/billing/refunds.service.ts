@@ -10,7 +10,7 @@
  */
 import { and, asc, eq, gt, inArray, isNull, lte, or, sql } from 'drizzle-orm';
 import type { PaymentProviderId } from '../../config';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';

@@ -4,7 +4,7 @@
  * notification a provider would send, through the webhook handling live providers use.
  */
 import { eq } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { payments } from './billing.tables';
 import { escapeHtml } from '../../platform/http/html';

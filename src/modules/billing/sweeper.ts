@@ -3,7 +3,7 @@
  * then the recheck of recently failed and expired ones at their provider, then the admin refunds
  * still pending at theirs.
  */
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { Payments } from './payments.service';
 import type { Refunds } from './refunds.service';
 

@@ -6,7 +6,7 @@
  * NOTIFY holds a database-wide lock across its WAL flush, so one NOTIFY per debit would serialise
  * every debit commit in the cluster (measured with bench/ledger.ts).
  */
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 
 export const WALLET_CHANNEL = 'cpd_wallet';
 /** NOTIFY payloads must stay under 8000 bytes. */

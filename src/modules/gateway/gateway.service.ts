@@ -8,7 +8,7 @@
  * first chunk; the per-request price for a per-request model) and `X-Cost-Final: false`; the
  * definitive cost is `usage.cost` in the final chunk, which every stream ends with.
  */
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';

@@ -11,7 +11,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import type { SpendPeriod } from './metering.key-limits.types';
 

@@ -16,7 +16,7 @@
  */
 import { gte, inArray, sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';

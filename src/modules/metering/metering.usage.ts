@@ -14,7 +14,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { Grant } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { type DbOrTx, type RowOutcome, createBatchWriter, openJournal } from '../../platform/db';
 
 export interface UsageRecord {

@@ -4,7 +4,7 @@
  * A change in any process sends NOTIFY cpd_pricing, and every process reloads its cache.
  */
 import { asc } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { followChanges, serialReload } from '../../platform/db';
 import { exactMajorToMicros, toMajor } from '../../platform/money';

@@ -4,7 +4,7 @@
  * link to that same stream in the JSON envelope. HEAD answers the same headers without a body,
  * with the ETag / X-Linked-Size / X-Linked-ETag headers Hugging Face clients read.
  */
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { Caller } from '../../platform/http/auth';
 import type { TokenBucketLimiter } from '../../platform/http/rate-limit';
 import {

@@ -8,7 +8,7 @@
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { and, eq } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';

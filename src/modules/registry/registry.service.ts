@@ -5,7 +5,8 @@
  * cpd_registry and every server reloads.
  */
 import { asc, eq } from 'drizzle-orm';
-import { type AppContext, DRAIN_DEADLINE_MS } from '../../platform/context';
+import type { AppContext } from '../../app-context';
+import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { createBatchWriter, followChanges, serialReload } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';

@@ -3,7 +3,7 @@
  * from GitHub or the mirror per RELEASE_SOURCE, through the cache. The runtime module installs
  * engines through `byTag`/`latest`.
  */
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { type CachedRelease, createReleaseCache } from './releases.cache';
 import { COMPONENTS, type Component, type Release } from './releases.schemas';

@@ -11,7 +11,7 @@
  * a few hundred milliseconds of skew against a 6 s window changes nothing).
  */
 import { sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { ReplicaCount } from '../../platform/http/rate-limit';
 import { newId } from '../../platform/ids';
 import { ScrapeGauge } from '../../platform/metrics/hot';

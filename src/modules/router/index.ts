@@ -3,4 +3,4 @@ export type { ChatCaller, ChatRequest, ChatStream } from './router.types';
 export { routerRoutes } from './router.routes';
 export type { BackendView } from './router.backends';
 export { rawJsonOf } from './router.upstream';
-export { requestSilenceSeconds } from './router.config';
+export { requestSilenceSeconds } from '../../config-router';

@@ -8,7 +8,7 @@
  * entry without `api_key` keeps the key already stored for its model and URL; `null` removes it.
  */
 import { asc, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { secretBox } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { followChanges, serialReload } from '../../platform/db';

@@ -10,7 +10,7 @@
  * round robin (as nginx's upstream module does) spreads requests exactly in proportion to weight.
  */
 import type { Logger } from '../../platform/logger';
-import type { RouterSettings } from './router.config';
+import type { RouterSettings } from '../../config-router';
 import { authorizationOf, isDirect, type Upstream } from './router.upstream';
 
 export type BackendSource = 'env' | 'admin' | 'engine';

@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import type { Grant, GrantAnswer, GrantRequest } from '../billing';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import type { RowOutcome } from '../../platform/db';
 import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
@@ -230,7 +230,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     let last: AttemptError | null = null;
     let answered = false;
     // Admission's wait and every attempt together end here: an answer (or this 503) must come before
-    // the server closes a connection that has heard nothing (router.config.ts).
+    // the server closes a connection that has heard nothing (config-router.ts).
     const deadline = { at: a.started + settings.requestTimeoutMs, why: `ROUTER_REQUEST_TIMEOUT (${settings.requestTimeoutMs / 1000}s) ran out` };
     attempts: for (const candidate of a.plan.candidates) {
       for (const backend of backends.candidates(candidate.slug)) {

@@ -5,7 +5,7 @@
  * backends. State changes are written to DATA_DIR/runtimes/state.json for `cpd engine status`.
  */
 import { join } from 'node:path';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import type { RouterService } from '../router';
 import { artifactFor, type BundleSource, fetchBundle } from './runtime.bundles';

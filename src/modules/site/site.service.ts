@@ -1,4 +1,4 @@
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { escapeHtml } from '../../platform/http/html';
 

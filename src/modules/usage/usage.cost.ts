@@ -10,7 +10,7 @@
  * micro-unit per request (3 × 105 µCNY at 0.1378 gave 42 µUSD instead of 43).
  */
 import { type SQL, sql } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
 import { usdConverter } from '../metering';

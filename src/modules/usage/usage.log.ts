@@ -5,7 +5,7 @@
  * millionth row, and the export streams page by page: memory stays at one page whatever the range.
  */
 import { and, desc, eq, gte, lt } from 'drizzle-orm';
-import type { AppContext } from '../../platform/context';
+import type { AppContext } from '../../app-context';
 import { type CursorKey, decodeCursor, olderThan, page } from '../../platform/cursor';
 import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';

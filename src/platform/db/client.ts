@@ -4,17 +4,13 @@
  */
 import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
+import type { Db, DbOrTx } from './handles';
 import { createPipeline } from './pipeline';
 import { pgliteAssets } from './pglite-assets';
 import { lockEmbeddedDatabase } from './pglite-lock';
 
-export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
-export type Tx = PgTransaction<PgQueryResultHKT, Record<string, never>>;
-/** Service functions that may join a caller's transaction take this. */
-export type DbOrTx = Db | Tx;
 
 export interface Database {
   kind: 'postgres' | 'pglite';

@@ -1,7 +1,8 @@
 /**
  * An in-process cache of rows, kept current in every process that shares the database.
  */
-import type { AppContext } from '../context';
+import type { Logger } from '../logger';
+import type { Database } from './client';
 
 /**
  * `read` (a cache's read of its rows) one at a time, for callers who must see what was committed
@@ -41,7 +42,7 @@ export function serialReload(read: () => Promise<void>): () => Promise<void> {
  * the first load, whose error is the caller's; the LISTEN ends at shutdown. `load` is the cache's
  * serialReload, shared with its other callers (its own writes read back through it too).
  */
-export async function followChanges(ctx: Pick<AppContext, 'database' | 'log' | 'onShutdown'>, channel: string, load: () => Promise<void>, what: string): Promise<void> {
+export async function followChanges(ctx: { database: Database; log: Logger; onShutdown(fn: () => Promise<void> | void): void }, channel: string, load: () => Promise<void>, what: string): Promise<void> {
   const reloadQuietly = () => void load().catch((err) => ctx.log.error({ err }, `${what} reload failed`));
   let first: Promise<void> | undefined;
   const unlisten = await ctx.database.listen(channel, reloadQuietly, () => {

@@ -1,5 +1,7 @@
-export { openDatabase, type Database, type Db, type DbOrTx, type Tx } from './client';
-export { migrate, type MigrateOptions, type Migration } from './migrate';
+export { openDatabase, type Database } from './client';
+export type { Db, DbOrTx, Tx } from './handles';
+export { migrate, type MigrateOptions } from './migrate';
+export type { Migration } from './migration';
 export { createBatchWriter, isTransient, type BatchWriter, type RowOutcome } from './batch-writer';
 export { isDatabaseUnreachable } from './unreachable';
 export { openJournal, type Journal } from './journal';

@@ -8,15 +8,11 @@
  * binary has no such folder; ours takes the SQL embedded by migrations.generated.ts.
  */
 import { sql } from 'drizzle-orm';
-import { ConfigError } from '../../config-parse';
+import { ConfigError } from '../errors';
 import type { Database } from './client';
+import type { Migration } from './migration';
 import { embeddedMigrations } from './migrations.generated';
 import { sqlState } from './sql-state';
-
-export interface Migration {
-  name: string;
-  sql: string;
-}
 
 export interface MigrateOptions {
   /** The site of the process: recorded by the first run, refused when another is recorded. */

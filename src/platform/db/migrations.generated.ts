@@ -16,7 +16,7 @@ import m13 from '../../../migrations/0013_key_spend_grants.sql' with { type: 'te
 import m14 from '../../../migrations/0014_replicas.sql' with { type: 'text' };
 import m15 from '../../../migrations/0015_payment_refunds.sql' with { type: 'text' };
 import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text' };
-import type { Migration } from './migrate';
+import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
   { name: '0000_init', sql: m0 },

@@ -31,7 +31,7 @@
  */
 import { drizzle } from 'drizzle-orm/postgres-js';
 import type postgres from 'postgres';
-import type { Db, DbOrTx } from './client';
+import type { Db, DbOrTx } from './handles';
 import { sqlState } from './sql-state';
 import { isDatabaseUnreachable } from './unreachable';
 

@@ -13,6 +13,7 @@
  */
 import { AppError } from '../errors';
 import { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../limits';
+import type { PlatformConfig } from '../platform-config';
 
 export { LIMIT_NAMES, type LimitName, namedLimits, type RateLimit } from '../limits';
 
@@ -102,7 +103,7 @@ export class TokenBucketLimiter {
  *   const downloads = namedLimiter(ctx, 'download');  downloads.enforce(caller.keyId ?? caller.userId);
  */
 export function namedLimiter(
-  ctx: { config: { rateLimits: Partial<Record<LimitName, RateLimit>> }; clock: { now(): Date }; replicas?: ReplicaCount },
+  ctx: { config: Pick<PlatformConfig, 'rateLimits'>; clock: { now(): Date }; replicas?: ReplicaCount },
   name: LimitName,
 ): TokenBucketLimiter {
   return new TokenBucketLimiter(ctx.config.rateLimits[name] ?? namedLimits[name], () => ctx.clock.now().getTime(), DEFAULT_MAX_KEYS, ctx.replicas);

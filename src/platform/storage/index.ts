@@ -1,5 +1,5 @@
-import type { Config } from '../../config';
 import type { Clock } from '../clock';
+import type { PlatformConfig } from '../platform-config';
 import { createFsStore, type FsStore } from './fs';
 import type { ObjectStore } from './object-store';
 import { createS3Store, parseS3Url } from './s3';
@@ -11,7 +11,7 @@ export { parseRange, rangeNotSatisfiable, rangeResponseInit, type ByteRange } fr
 export { signPath, verifySignedPath } from './signed-url';
 
 /** The store STORAGE_URL names: file://PATH (links served here) or s3://bucket/prefix. */
-export function openObjectStore(config: Config, clock: Clock): ObjectStore | FsStore {
+export function openObjectStore(config: PlatformConfig, clock: Clock): ObjectStore | FsStore {
   if (config.storageUrl.startsWith('s3://')) return createS3Store({ ...parseS3Url(config.storageUrl), ...config.s3 });
   return createFsStore({ root: config.storageUrl.slice('file://'.length), publicUrl: config.publicUrl, secret: config.secretKey, clock });
 }

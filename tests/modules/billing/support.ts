@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { type BillingService, createBillingService } from '../../../src/modules/billing';
-import type { AppContext } from '../../../src/platform/context';
+import type { AppContext } from '../../../src/app-context';
 import { createTestContext, type TestContext } from '../../support/app';
 import type { DbKind } from '../../support/db';
 

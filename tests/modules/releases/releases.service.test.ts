@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { loadConfig } from '../../../src/config';
 import { createReleasesService, type ReleasesOptions } from '../../../src/modules/releases';
-import type { AppContext } from '../../../src/platform/context';
+import type { AppContext } from '../../../src/app-context';
 import { AppError } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/logger';
 import { createMetricsRegistry } from '../../../src/platform/metrics/registry';

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createLogger } from '../../../src/platform/logger';
 import { createBackendSet } from '../../../src/modules/router/router.backends';
-import { routerSettings } from '../../../src/modules/router/router.config';
+import { routerSettings } from '../../../src/config-router';
 
 const settings = routerSettings(() => undefined, null, {});
 const quiet = createLogger('silent');

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { buildApp } from '../../../src/app';
 import { ConfigError } from '../../../src/config';
-import { parseRoutes, routerSettings } from '../../../src/modules/router/router.config';
+import { parseRoutes, routerSettings } from '../../../src/config-router';
 import { createTestContext } from '../../support/app';
 import { createTestDatabase } from '../../support/db';
 import { startFakeUpstream } from '../../support/fake-upstream';

@@ -1,7 +1,7 @@
 /** Account: password change, two-factor enrolment (QR code, recovery codes shown once), sessions. */
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
-import { useMe } from '../console';
+import { useMe } from '../me';
 import { formatTime, t } from '../locale';
 import { Field, Page, Show, Status, errorText, useGet } from '../ui';
 

@@ -1,5 +1,5 @@
 import type { PaymentProviderId } from '../../../config';
-import type { AppContext } from '../../../platform/context';
+import type { AppContext } from '../../../app-context';
 import { alipayProvider } from './alipay';
 import type { PaymentProvider } from './provider';
 import { sandboxProvider } from './sandbox';

@@ -1,6 +1,7 @@
 /**
- * The router's slice of the configuration: loadConfig (config.ts) calls routerSettings with its
- * reader once at start-up; the router gets `config.router`. A bad value throws ConfigError,
+ * The router's slice of the configuration, parsed in the config layer below the modules:
+ * loadConfig (config.ts) calls routerSettings with its reader once at start-up; the router
+ * (modules/router) gets `config.router`. A bad value throws ConfigError,
  * which stops `cpd serve` with one line naming the variable.
  *
  * ROUTES syntax: `name=strategy:model|model|…`, entries separated by `;`.
@@ -10,8 +11,8 @@
  *   least-loaded  the model whose healthiest backend has the fewest requests in flight first
  * Whatever the order, the router fails over to the next candidate before the first byte.
  */
-import { ConfigError, parseDuration } from '../../config-parse';
-import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from '../../platform/http/listen';
+import { ConfigError, parseDuration } from './config-parse';
+import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from './platform/http/listen';
 
 /**
  * Seconds a gateway request may stay silent past its ROUTER_REQUEST_TIMEOUT: the router answers

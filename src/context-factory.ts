@@ -1,12 +1,12 @@
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, ConfigError } from '../config';
-import { systemClock } from './clock';
-import type { AppContext } from './context';
-import { openDatabase } from './db';
-import { FatalError, rootMessage } from './errors';
-import { createLogger, type Logger } from './logger';
-import { createMetricsRegistry } from './metrics/registry';
+import type { AppContext } from './app-context';
+import { type Config, ConfigError } from './config';
+import { systemClock } from './platform/clock';
+import { openDatabase } from './platform/db';
+import { FatalError, rootMessage } from './platform/errors';
+import { createLogger, type Logger } from './platform/logger';
+import { createMetricsRegistry } from './platform/metrics/registry';
 
 /**
  * DATA_DIR made by an older version or by hand may be 0755: close it to other accounts (what is

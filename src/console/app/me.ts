@@ -1,0 +1,15 @@
+/** The signed-in caller, loaded once by the console's shell and read by any page below it. */
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+
+export interface Me {
+  id: string;
+  email: string;
+  phone: string | null;
+  is_admin: boolean;
+  two_factor_enabled: boolean;
+  created_at: string;
+}
+
+export const MeContext = createContext<Me | null>(null);
+export const useMe = () => useContext(MeContext)!;
