@@ -11,7 +11,7 @@
  *   least-loaded  the model whose healthiest backend has the fewest requests in flight first
  * Whatever the order, the router fails over to the next candidate before the first byte.
  */
-import { ConfigError, parseDuration } from './config-parse';
+import { ConfigError, oneOf, parseDuration } from './config-parse';
 import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from './platform/http/listen';
 
 /**
@@ -47,8 +47,12 @@ export interface RouterSettings {
   backoffMaxMs: number;
   /** How long a request at the edge of its user's balance waits for that user's in-flight requests to settle. */
   admissionWaitMs: number;
-  /** `http_proxy` is set: every backend is called through fetch, which honours it (and `no_proxy`). */
-  httpProxy: boolean;
+  /**
+   * Plain-HTTP backends go over cpd's own HTTP/1.1 client: ROUTER_UPSTREAM_CLIENT=http1 and no
+   * `http_proxy` (fetch honours it and `no_proxy`). Otherwise every backend is called through Bun's
+   * fetch (docs/decisions/0021-upstream-http-client.md).
+   */
+  ownHttpClient: boolean;
 }
 
 const SLUG = /^[\w.:/-]+$/;
@@ -89,6 +93,8 @@ export function routerSettings(get: (name: string) => string | undefined, rawRou
     backoffBaseMs: env('ROUTER_BACKOFF', '1s'),
     backoffMaxMs: env('ROUTER_BACKOFF_MAX', '30s'),
     admissionWaitMs: env('ROUTER_ADMISSION_WAIT', '10s'),
-    httpProxy: Boolean(get('http_proxy') || get('HTTP_PROXY')),
+    ownHttpClient:
+      oneOf('ROUTER_UPSTREAM_CLIENT', get('ROUTER_UPSTREAM_CLIENT') ?? 'fetch', ['fetch', 'http1'] as const) === 'http1' &&
+      !(get('http_proxy') || get('HTTP_PROXY')),
   };
 }

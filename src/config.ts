@@ -134,14 +134,6 @@ function configuredBackend(value: string, get: (name: string) => string | undefi
   return { url: httpUrl('MODEL_BACKENDS', value.slice(0, at)), apiKey };
 }
 
-/**
- * ROUTER_UPSTREAM_CLIENT=fetch (the default) has every backend called through Bun's fetch, as an
- * HTTP proxy does, so the router's `httpProxy` is set; `http1` leaves plain-HTTP backends not
- * behind a proxy to cpd's own client (docs/decisions/0021-upstream-http-client.md).
- */
-function withUpstreamClient(router: RouterSettings, client: 'fetch' | 'http1'): RouterSettings {
-  return client === 'fetch' ? { ...router, httpProxy: true } : router;
-}
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const get = (name: string) => {
@@ -262,7 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
     usageJournal: oneOf('USAGE_JOURNAL', get('USAGE_JOURNAL') ?? 'off', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
-    router: withUpstreamClient(routerSettings(get, routes, modelBackends), oneOf('ROUTER_UPSTREAM_CLIENT', get('ROUTER_UPSTREAM_CLIENT') ?? 'fetch', ['fetch', 'http1'] as const)),
+    router: routerSettings(get, routes, modelBackends),
     gateway: {
       maxBodyBytes: get('GATEWAY_MAX_BODY') ? number('GATEWAY_MAX_BODY', get('GATEWAY_MAX_BODY')!, { min: 1024, integer: true }) : DEFAULT_GATEWAY_MAX_BODY,
     },

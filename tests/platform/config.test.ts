@@ -53,9 +53,9 @@ describe('loadConfig', () => {
   });
 
   test("ROUTER_UPSTREAM_CLIENT: fetch for every backend by default, cpd's own client for plain HTTP with http1, unless behind a proxy", () => {
-    expect(loadConfig({}).router.httpProxy).toBe(true);
-    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1' }).router.httpProxy).toBe(false);
-    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1', http_proxy: 'http://proxy:3128' }).router.httpProxy).toBe(true);
+    expect(loadConfig({}).router.ownHttpClient).toBe(false);
+    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1' }).router.ownHttpClient).toBe(true);
+    expect(loadConfig({ ROUTER_UPSTREAM_CLIENT: 'http1', http_proxy: 'http://proxy:3128' }).router.ownHttpClient).toBe(false);
     expect(() => loadConfig({ ROUTER_UPSTREAM_CLIENT: 'undici' })).toThrow(ConfigError);
   });
 

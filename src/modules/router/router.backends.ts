@@ -76,7 +76,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     const backend: Backend = {
       slug,
       url: url.replace(/\/+$/, ''),
-      direct: isDirect(url, settings.httpProxy),
+      direct: isDirect(url, settings.ownHttpClient),
       source: opts.source,
       apiKey: opts.apiKey ?? null,
       weight: opts.weight ?? 1,

@@ -36,12 +36,8 @@ export interface Upstream {
   direct?: boolean;
 }
 
-/**
- * Whether a backend at `url` is called over cpd's own client: plain HTTP, not through fetch (which
- * `httpProxy` asks of every backend: set by an HTTP proxy, or unless ROUTER_UPSTREAM_CLIENT=http1;
- * docs/decisions/0021-upstream-http-client.md).
- */
-export const isDirect = (url: string, httpProxy: boolean) => !httpProxy && url.startsWith('http:');
+/** Whether a backend at `url` is called over cpd's own client: chosen (`ownHttpClient`) and plain HTTP. */
+export const isDirect = (url: string, ownHttpClient: boolean) => ownHttpClient && url.startsWith('http:');
 
 /** The upstream's credential as a header; empty without a key. */
 export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
