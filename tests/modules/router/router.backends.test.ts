@@ -1,7 +1,7 @@
 /**
  * Backends at run time: PUT /api/admin/router/backends (validation, write-only keys sealed at rest,
  * Authorization upstream, weights, enabled), MODEL_BACKENDS `#env:` keys, and no key in any answer
- * or log line. Two processes on one database: tests/e2e/backends.binary.test.ts.
+ * or log line. Two processes on one database: tests/modules/router/backends.binary.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
