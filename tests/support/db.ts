@@ -73,12 +73,15 @@ export async function sweepStaleDatabases(admin: postgres.Sql, now = Date.now())
   return dropped;
 }
 
+/** Held while the template is built and stale databases are swept (a session advisory lock). */
+export const TEMPLATE_LOCK = 7353001;
+
 async function ensureTemplate(): Promise<string> {
   const name = `cpd_tpl_${migrationsHash}`;
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
   try {
     // Session lock: test processes running in parallel build the template once.
-    await admin`select pg_advisory_lock(7353001)`;
+    await admin`select pg_advisory_lock(${TEMPLATE_LOCK})`;
     const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
     if (!exists) {
       const building = `${name}_build_${randomBytes(3).toString('hex')}`;
@@ -91,7 +94,7 @@ async function ensureTemplate(): Promise<string> {
     }
     // Once per test process: what earlier, interrupted runs left behind.
     await sweepStaleDatabases(admin).catch((err) => console.warn('could not sweep stale test databases:', err));
-    await admin`select pg_advisory_unlock(7353001)`;
+    await admin`select pg_advisory_unlock(${TEMPLATE_LOCK})`;
   } finally {
     await admin.end();
   }
