@@ -6,13 +6,13 @@ LOCAL_BUN := .tools/node_modules/.bin/bun
 BUN ?= $(shell command -v bun 2>/dev/null || echo $(LOCAL_BUN))
 DEPS_STAMP := node_modules/.deps-installed
 
-.PHONY: run test build check lint typecheck bench soak migrations clean deps test-tools console release release-check release-tools
+.PHONY: run test test-fast test-timings build check lint typecheck bench soak migrations clean deps test-tools console release release-check release-tools
 
 # Command-line tools the tests drive as users would (unzip -t, xmllint against the sitemap XSD,
 # cc for the FFI fixtures, python3 whose csv module reads the usage export, chromium for the web
 # console's browser tests, promtool for the alert rules and the metrics format, jq for the README
-# walkthrough), installed from Debian's packages when missing.
-TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus jq:jq
+# walkthrough, flock so parallel test files build one at a time), installed from Debian's packages when missing.
+TEST_TOOLS := unzip:unzip xmllint:libxml2-utils cc:gcc python3:python3 chromium:chromium promtool:prometheus jq:jq flock:util-linux
 # `make release-check` runs the linux-arm64 artifact under qemu with Debian's arm64 glibc as its root.
 RELEASE_TOOLS := qemu-aarch64-static:qemu-user-static /usr/aarch64-linux-gnu/lib/libc.so.6:libc6-arm64-cross \
   /usr/aarch64-linux-gnu/lib/libgcc_s.so.1:libgcc-s1-arm64-cross
@@ -25,8 +25,37 @@ run: build
 	DATA_DIR=$${DATA_DIR:-./data} exec ./dist/cpd serve
 
 # The static checks first (4 s): a type error in a test file is not caught by running it.
+# Test files run in parallel worker processes, the slowest first (their durations are in
+# tests/timings.json; `make test-timings` measures them again). The files named in TEST_APART run
+# afterwards, one at a time: they restart PostgreSQL clusters, cut the database away or measure time,
+# wakes and memory, which other files running beside them would disturb. Both parts always run;
+# `make test` fails if either has a failing test.
+TEST_WORKERS ?= 4
+TEST_TIMINGS := tests/timings.json
+# File names, not paths, so a file keeps its place when it moves to another directory.
+TEST_APART := idle.binary.test.ts stranger-bodies.binary.test.ts hardening.binary.test.ts \
+  database-refused.binary.test.ts replicas.pg-restart.binary.test.ts
+TEST_PARALLEL = $(BUN) test --timeout 60000 --parallel=$(TEST_WORKERS) --timings=$(TEST_TIMINGS) \
+  $(foreach f,$(TEST_APART),--path-ignore-patterns='**/$(f)')
+
 test: check build test-tools
-	$(BUN) test --timeout 60000
+	@status=0; \
+	$(TEST_PARALLEL) || status=1; \
+	$(BUN) test --timeout 60000 $(TEST_APART) || status=1; \
+	exit $$status
+
+# Unit and integration tests on PostgreSQL only (under a minute): no compiled binary, browser,
+# end-to-end or PGlite runs. `make test` runs them all before a commit is called finished.
+test-fast: $(DEPS_STAMP) $(CONSOLE_BUNDLE)
+	TEST_DB_KINDS=postgres $(BUN) test --timeout 60000 --parallel=$(TEST_WORKERS) --timings=$(TEST_TIMINGS) \
+	  --path-ignore-patterns='**/*.binary.test.ts' --path-ignore-patterns='**/*.browser.test.ts' \
+	  --path-ignore-patterns='**/*.pglite.test.ts' --path-ignore-patterns='tests/e2e/**'
+
+# Measures every parallel file's duration again into tests/timings.json (after files were added,
+# moved or made slower), so the slowest start first; commit the result.
+test-timings: build test-tools
+	rm -f $(TEST_TIMINGS)
+	$(TEST_PARALLEL) --update-timings
 
 # Each entry is command-or-file:debian-package.
 test-tools: TOOLS = $(TEST_TOOLS)

@@ -11,23 +11,24 @@
 import type { Subprocess } from 'bun';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { lockedMake, ROOT } from './locked-make';
 import { waitFor } from './wait';
 
-const ROOT = resolve(import.meta.dir, '../..');
 export const BINARY_PATH = join(ROOT, 'dist/cpd');
 
 let built: Promise<string> | null = null;
 
 /**
- * Runs `make build` once per test process (a no-op when dist/cpd is fresh) and returns its path.
+ * Runs `make build` once per test file (a no-op when dist/cpd is fresh; one process at a time) and
+ * returns its path.
  * CPD_BINARY=/path/to/cpd runs the binary tests against that build instead (an older build, to see
  * a test fail before its fix; a release artifact).
  */
 export function ensureBuilt(): Promise<string> {
   if (process.env.CPD_BINARY) return Promise.resolve(process.env.CPD_BINARY);
   built ??= (async () => {
-    const proc = Bun.spawn(['make', '--no-print-directory', 'build', `BUN=${process.execPath}`], {
+    const proc = Bun.spawn(lockedMake('build'), {
       cwd: ROOT,
       stdout: 'pipe',
       stderr: 'pipe',

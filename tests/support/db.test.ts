@@ -4,7 +4,7 @@
  */
 import { afterAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { PG_HOST_URL, sweepStaleDatabases } from './db';
+import { PG_HOST_URL, sweepStaleDatabases, TEMPLATE_LOCK } from './db';
 import { waitFor } from './wait';
 
 const admin = postgres(`${PG_HOST_URL}/postgres`, { max: 1, onnotice: () => {} });
@@ -27,6 +27,8 @@ afterAll(async () => {
 });
 
 test('a sweep drops the stale test and empty databases nobody uses, and keeps a fresh one and one in use', async () => {
+  // Test files running beside this one sweep too, under this lock: hold it, so only these sweeps drop ours.
+  await admin`select pg_advisory_lock(${TEMPLATE_LOCK})`;
   for (const name of Object.values(names)) await admin.unsafe(`create database "${name}"`);
   const user = postgres(`${PG_HOST_URL}/${names.staleInUse}`, { max: 1 });
   await user`select 1`;
@@ -44,4 +46,5 @@ test('a sweep drops the stale test and empty databases nobody uses, and keeps a 
   );
   expect((await sweepStaleDatabases(admin, now)).filter((d) => d.endsWith(suffix))).toEqual([names.staleInUse]);
   expect(await existing()).toEqual(new Set([names.fresh]));
+  await admin`select pg_advisory_unlock(${TEMPLATE_LOCK})`;
 });

@@ -13,7 +13,16 @@ import { type Database, migrate, openDatabase } from '../../src/platform/db';
 import { embeddedMigrations } from '../../src/platform/db/migrations.generated';
 
 export type DbKind = 'postgres' | 'pglite';
-export const DB_KINDS: DbKind[] = ['postgres', 'pglite'];
+/** The kinds each DB_KINDS test runs on: both, or those TEST_DB_KINDS names (`make test-fast`: postgres). */
+export const DB_KINDS: DbKind[] = kindsFrom(process.env.TEST_DB_KINDS);
+
+function kindsFrom(names: string | undefined): DbKind[] {
+  if (!names) return ['postgres', 'pglite'];
+  const kinds = names.split(',').map((n) => n.trim());
+  const unknown = kinds.filter((k) => k !== 'postgres' && k !== 'pglite');
+  if (unknown.length > 0) throw new Error(`TEST_DB_KINDS: unknown ${unknown.join(', ')} (postgres, pglite)`);
+  return kinds as DbKind[];
+}
 
 export const PG_HOST_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 const ADMIN_URL = `${PG_HOST_URL}/postgres`;
@@ -64,12 +73,15 @@ export async function sweepStaleDatabases(admin: postgres.Sql, now = Date.now())
   return dropped;
 }
 
+/** Held while the template is built and stale databases are swept (a session advisory lock). */
+export const TEMPLATE_LOCK = 7353001;
+
 async function ensureTemplate(): Promise<string> {
   const name = `cpd_tpl_${migrationsHash}`;
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
   try {
     // Session lock: test processes running in parallel build the template once.
-    await admin`select pg_advisory_lock(7353001)`;
+    await admin`select pg_advisory_lock(${TEMPLATE_LOCK})`;
     const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
     if (!exists) {
       const building = `${name}_build_${randomBytes(3).toString('hex')}`;
@@ -82,7 +94,7 @@ async function ensureTemplate(): Promise<string> {
     }
     // Once per test process: what earlier, interrupted runs left behind.
     await sweepStaleDatabases(admin).catch((err) => console.warn('could not sweep stale test databases:', err));
-    await admin`select pg_advisory_unlock(7353001)`;
+    await admin`select pg_advisory_unlock(${TEMPLATE_LOCK})`;
   } finally {
     await admin.end();
   }
@@ -94,17 +106,23 @@ async function createPostgres(): Promise<TestDatabase> {
   const template = await templateReady;
   const name = databaseName('test');
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await admin.unsafe(`create database "${name}" template "${template}"`);
-      break;
-    } catch (err) {
-      // "source database is being accessed by other users": another clone is in progress.
-      if (attempt > 50 || !/being accessed/.test(String(err))) throw err;
-      await Bun.sleep(50 + Math.random() * 100);
+  try {
+    // Test files running in parallel clone one at a time: PostgreSQL refuses a clone while
+    // another is copying the same template.
+    await admin`select pg_advisory_lock(7353002)`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.unsafe(`create database "${name}" template "${template}"`);
+        break;
+      } catch (err) {
+        // "source database is being accessed by other users": a clone by a process without the lock.
+        if (attempt > 50 || !/being accessed/.test(String(err))) throw err;
+        await Bun.sleep(50 + Math.random() * 100);
+      }
     }
+  } finally {
+    await admin.end(); // ends the session, and with it the lock
   }
-  await admin.end();
   const url = `${PG_HOST_URL}/${name}`;
   const database = await openDatabase({ databaseUrl: url, maxConnections: 10 });
   return {

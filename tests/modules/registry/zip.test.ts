@@ -6,9 +6,11 @@ import { planZip, streamZip, type ZipEntry } from '../../../src/modules/registry
 
 const GiB = 1024 ** 3;
 
-async function crcOfFile(path: string): Promise<number> {
+/** The CRC-32 of `size` zero bytes, as a sparse file of that size holds (reading the file back costs seconds more). */
+function crcOfZeros(size: number): number {
+  const zeros = new Uint8Array(1 << 22);
   let crc = 0;
-  for await (const chunk of Bun.file(path).stream()) crc = Bun.hash.crc32(chunk, crc);
+  for (let left = size; left > 0; left -= zeros.length) crc = Bun.hash.crc32(zeros.subarray(0, Math.min(left, zeros.length)), crc);
   return crc;
 }
 
@@ -80,9 +82,11 @@ describe('zip writer', () => {
     expect(Buffer.from(tail).equals(Buffer.from(full.subarray(cd.offset + 3)))).toBe(true);
   });
 
-  test('a bundle over 4.5 GiB of sparse files is a valid ZIP64 archive', async () => {
+  test('a bundle over 4 GiB of sparse files is a valid ZIP64 archive', async () => {
     const big = join(dir, 'big.bin');
-    const bigSize = 4.5 * GiB + 12345;
+    // Just over 4 GiB: a size and an offset past 32 bits need the ZIP64 fields, and each byte
+    // more is a byte `unzip -t` reads and checks (its CRC-32 takes most of this test's time).
+    const bigSize = 4 * GiB + 12345;
     closeSync(openSync(big, 'w'));
     const fd0 = openSync(big, 'r+');
     ftruncateSync(fd0, bigSize); // a sparse file of zeros
@@ -91,8 +95,8 @@ describe('zip writer', () => {
     writeFileSync(small, '{"after":"the 4 GiB mark"}');
     const bigFiles = { big, small };
     const bigEntries: ZipEntry[] = [
-      { name: 'weight.bin', size: bigSize, crc32: await crcOfFile(big), key: 'big' },
-      { name: 'config.json', size: Bun.file(small).size, crc32: await crcOfFile(small), key: 'small' },
+      { name: 'weight.bin', size: bigSize, crc32: crcOfZeros(bigSize), key: 'big' },
+      { name: 'config.json', size: Bun.file(small).size, crc32: Bun.hash.crc32(readFileSync(small)), key: 'small' },
     ];
     const plan = planZip(bigEntries, new Date());
     expect(plan.size).toBeGreaterThan(bigSize);
