@@ -155,6 +155,13 @@ describe('an operator', () => {
       expect.objectContaining({ slug: CONSOLE_MODEL, unit: 'per_million_tokens', price: 3.5, currency: 'CNY' }),
     ]);
 
+    // The runtimes answer is held until the row is typed: its late arrival must not reset the form.
+    let releaseRuntimes = () => {};
+    const runtimesHeld = new Promise<void>((resolve) => (releaseRuntimes = resolve));
+    await page.route('**/api/admin/runtimes', async (route) => {
+      await runtimesHeld;
+      await route.continue();
+    });
     await page.getByRole('link', { name: 'Backends and runtimes' }).click();
     await page.getByRole('cell', { name: CONSOLE_MODEL, exact: true }).waitFor();
     const managed = page.getByRole('form', { name: 'Backends managed here' });
@@ -163,6 +170,10 @@ describe('an operator', () => {
     await managed.getByLabel('URL 1').fill(site.upstream.url);
     await managed.getByLabel('Weight 1').fill('3');
     await managed.getByLabel('Upstream API key 1').fill('sk-upstream-secret');
+    releaseRuntimes();
+    await page.getByText('No supervised engines (ENGINES is not set).').waitFor();
+    expect(await managed.getByLabel('Model 1').inputValue()).toBe(CONSOLE_MODEL);
+    await page.unroute('**/api/admin/runtimes');
     await managed.getByRole('button', { name: 'Save' }).click();
     await managed.getByText('Saved.').waitFor();
     await page.getByRole('cell', { name: 'admin', exact: true }).waitFor();

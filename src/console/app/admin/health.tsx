@@ -2,7 +2,7 @@
  * Admin: router backends (health, load, last error) with the admin-managed set editable, and
  * supervised runtime processes.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../api';
 import { formatTime, t } from '../locale';
 import { Alert, DataTable, errorText, Page, Show, Status, useGet } from '../ui';
@@ -35,6 +35,9 @@ interface Process {
 export function AdminHealth() {
   const backends = useGet<{ backends: Backend[] }>('/api/admin/router/backends');
   const runtimes = useGet<{ processes: Process[] }>('/api/admin/runtimes');
+  // The same list until the backends are read again: a new array at every render (the runtimes
+  // arriving, say) would reset the form's rows and lose what the operator was typing.
+  const managed = useMemo(() => backends.data?.backends.filter((b) => b.source === 'admin'), [backends.data]);
   return (
     <Page title={t('nav.admin.health')}>
       <h2>{t('admin.backends')}</h2>
@@ -74,7 +77,7 @@ export function AdminHealth() {
           />
         )}
       </Show>
-      {backends.data && <ManagedBackends current={backends.data.backends.filter((b) => b.source === 'admin')} onSaved={backends.reload} />}
+      {managed && <ManagedBackends current={managed} onSaved={backends.reload} />}
       <h2>{t('admin.runtimes')}</h2>
       <Show loaded={runtimes}>
         {({ processes }) => (
