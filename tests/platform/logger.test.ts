@@ -79,10 +79,11 @@ test('a database cut mid-query: the connection error is logged, the query values
   try {
     await database.query(sql`select 1`);
     const pending = database.query(sql`select pg_sleep(30), ${'cut-secret-9931'}::text`).catch((err: unknown) => err);
-    // The query is on the wire once PostgreSQL runs it.
+    // The query is on the wire once PostgreSQL runs it. Its own text, not any pg_sleep(30): another
+    // test file running in parallel sleeps on the same server.
     const observer = await openDatabase({ databaseUrl: `${PG_HOST_URL}/postgres`, maxConnections: 1 });
     try {
-      await waitFor(async () => (await observer.query(sql`select 1 from pg_stat_activity where query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and backend_start >= ${since}::timestamptz`)).length > 0, 'the query to run');
+      await waitFor(async () => (await observer.query(sql`select 1 from pg_stat_activity where query like '%pg_sleep(30), $1::text%' and pid <> pg_backend_pid() and backend_start >= ${since}::timestamptz`)).length > 0, 'the query to run');
     } finally {
       await observer.close();
     }
