@@ -132,6 +132,35 @@ describe('driver connections that close (postgres)', () => {
   });
 
   /**
+   * A socket that fails emits 'error', then 'close' with hadError. The driver settled the queries it
+   * held at the error, but one sent in between (on the same connection, still open to the pool) was
+   * left waiting for ever: closed() settled queries only when the close came without an error.
+   */
+  test('a query sent between a socket\'s error and its close fails instead of waiting', async () => {
+    const sockets: Socket[] = [];
+    const sql = clientOnOwnSockets(sockets);
+    try {
+      expect([...(await sql`select 1 as n`)]).toEqual([{ n: 1 }]);
+      const socket = sockets[0]!;
+      let between: Promise<unknown> = Promise.resolve();
+      // Listeners run in order: the driver's error handler first, then this one, then the close.
+      socket.once('error', () => {
+        between = sql`select 2 as n`.execute().then(
+          () => 'served',
+          (err: { code?: string }) => err.code ?? String(err),
+        );
+      });
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+      await closed;
+      expect(await between).toBe('CONNECTION_CLOSED');
+      expect([...(await sql`select 3 as n`)]).toEqual([{ n: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }, 10_000);
+
+  /**
    * A reserved connection is pinned: after its backend is terminated it has no socket until it
    * reconnects, and a query sent on it then went to a null socket from a setImmediate, an uncaught
    * TypeError that ended the process (porsager/postgres issue 1208, open in 3.4.9). It must fail

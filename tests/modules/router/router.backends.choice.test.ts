@@ -64,12 +64,14 @@ describe('weighted least-loaded', () => {
 });
 
 describe('which client calls a backend', () => {
-  test('plain-HTTP backends go over the own client; https: ones, and every one when http_proxy is set, through fetch', () => {
-    for (const [proxy, expected] of [
-      [undefined, { 'http://a/v1': true, 'https://b/v1': false }],
-      ['http://proxy:3128', { 'http://a/v1': false, 'https://b/v1': false }],
+  test("fetch by default; with ROUTER_UPSTREAM_CLIENT=http1 plain-HTTP backends go over the own client, https: ones and every one behind http_proxy through fetch", () => {
+    for (const [env, expected] of [
+      [{}, { 'http://a/v1': false, 'https://b/v1': false }],
+      [{ ROUTER_UPSTREAM_CLIENT: 'http1' }, { 'http://a/v1': true, 'https://b/v1': false }],
+      [{ ROUTER_UPSTREAM_CLIENT: 'http1', http_proxy: 'http://proxy:3128' }, { 'http://a/v1': false, 'https://b/v1': false }],
     ] as const) {
-      const set = createBackendSet(routerSettings((name) => (name === 'http_proxy' ? proxy : undefined), null, {}), quiet);
+      const get = (name: string) => (env as Record<string, string | undefined>)[name];
+      const set = createBackendSet(routerSettings(get, null, {}), quiet);
       set.register('m', 'http://a/v1', { source: 'env' });
       set.register('m', 'https://b/v1', { source: 'env' });
       expect(Object.fromEntries(set.candidates('m').map((b) => [b.url, b.direct]))).toEqual(expected);
