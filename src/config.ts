@@ -17,6 +17,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from './config-parse';
+import { type AccountSettings, accountSettings } from './config-accounts';
 import { type RouterSettings, routerSettings } from './config-router';
 import { nodeCrypto, randomBytes } from './platform/crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
@@ -86,6 +87,8 @@ export interface Config extends PlatformConfig {
    */
   usageJournal: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Mail, email verification, OAuth/OIDC providers and SMS codes (config-accounts.ts). */
+  accounts: AccountSettings;
   router: RouterSettings;
   gateway: { maxBodyBytes: number };
   runtime: RuntimeSettings;
@@ -109,7 +112,7 @@ export interface RuntimeSettings {
   childEnv: Record<string, string | undefined>;
 }
 
-const SECRET_NAME = /SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$|^DATABASE_URL$/i;
+const SECRET_NAME = /SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$|^DATABASE_URL$|^SMTP_URL$/i;
 
 /** True for http(s)://localhost, 127.0.0.0/8 and [::1]: a site only this machine can reach. */
 export function isLoopbackUrl(url: string): boolean {
@@ -254,6 +257,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     usageSynchronousCommit: oneOf('USAGE_SYNCHRONOUS_COMMIT', get('USAGE_SYNCHRONOUS_COMMIT') ?? 'on', ['on', 'off'] as const) === 'on',
     usageJournal: oneOf('USAGE_JOURNAL', get('USAGE_JOURNAL') ?? 'off', ['on', 'off'] as const) === 'on',
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
+    accounts: accountSettings(get, publicUrl, isLoopbackUrl(publicUrl)),
     router: routerSettings(get, routes, modelBackends),
     gateway: {
       maxBodyBytes: get('GATEWAY_MAX_BODY') ? number('GATEWAY_MAX_BODY', get('GATEWAY_MAX_BODY')!, { min: 1024, integer: true }) : DEFAULT_GATEWAY_MAX_BODY,

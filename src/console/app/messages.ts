@@ -1,4 +1,7 @@
 /** Every string the console shows, in English and Simplified Chinese (the type keeps both complete). */
+import * as mail from './messages.mail';
+import * as oauth from './messages.oauth';
+import * as phone from './messages.phone';
 
 const en = {
   loading: 'Loading…',
@@ -234,6 +237,9 @@ const en = {
   'admin.action': 'Action',
   'admin.target': 'Target',
   'admin.details': 'Details',
+  ...mail.en,
+  ...oauth.en,
+  ...phone.en,
 };
 
 export type Key = keyof typeof en;
@@ -472,6 +478,9 @@ const zh: Record<Key, string> = {
   'admin.action': '操作',
   'admin.target': '对象',
   'admin.details': '详情',
+  ...mail.zh,
+  ...oauth.zh,
+  ...phone.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

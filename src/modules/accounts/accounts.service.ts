@@ -156,7 +156,7 @@ export function createAccountsService(ctx: AppContext) {
     limits.login.refund(pairKey);
     limits.loginAddress.refund(addressKey);
     if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
-    if (await needsRehash(user.passwordHash)) {
+    if (user.passwordHash && (await needsRehash(user.passwordHash))) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
     }
     if (!user.totpSecret) return signedIn(user, meta);
@@ -262,7 +262,7 @@ export function createAccountsService(ctx: AppContext) {
     const buckets = [`ip:${meta.address}`, `user:${caller.userId}`];
     enforceAll(limits.login, buckets, 'too many attempts; try again later');
     const [user] = await db.select().from(users).where(eq(users.id, caller.userId)).limit(1);
-    if (!user || !(await verifyPassword(user.passwordHash, input.current_password))) throw new AppError('forbidden', 'the current password does not match');
+    if (!user?.passwordHash || !(await verifyPassword(user.passwordHash, input.current_password))) throw new AppError('forbidden', 'the current password does not match');
     for (const k of buckets) limits.login.refund(k);
     checkPassword(input.new_password);
     const passwordHash = await hashPassword(input.new_password);

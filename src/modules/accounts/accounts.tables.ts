@@ -7,7 +7,16 @@ export const users = pgTable(
     id: text('id').primaryKey(),
     email: text('email').notNull(),
     phone: text('phone'),
-    passwordHash: text('password_hash').notNull(),
+    /** null: an account made by OAuth or a phone code that never set a password. */
+    passwordHash: text('password_hash'),
+    /** When the owner proved the address (a link mailed to it, or a provider that vouched for it). */
+    emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, mode: 'date' }),
+    /** The language of mails and SMS to this account ('en' | 'zh-CN'); null: the site's default. */
+    locale: text('locale'),
+    /** Mail when the wallet falls below this (in the site's currency, micros); null: off. */
+    lowBalanceMicros: bigint('low_balance_micros', { mode: 'bigint' }),
+    /** Set when the low-balance mail went out; cleared when the balance is above the threshold again (one mail per crossing). */
+    lowBalanceNotifiedAt: timestamp('low_balance_notified_at', { withTimezone: true, mode: 'date' }),
     isAdmin: boolean('is_admin').notNull().default(false),
     /** Base32 TOTP secret once 2FA is enabled (RFC 6238 needs the secret itself, so it is not hashable). */
     totpSecret: text('totp_secret'),
@@ -92,4 +101,99 @@ export const loginChallenges = pgTable(
     failedAttempts: integer('failed_attempts').notNull().default(0),
   },
   (t) => [uniqueIndex('login_challenges_token_hash_key').on(t.tokenHash)],
+);
+
+/** Single-use links mailed to an account (verify an email, reset a password): stored as SHA-256, used once. */
+export const accountTokens = pgTable(
+  'account_tokens',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** verify_email | reset_password */
+    purpose: text('purpose').notNull(),
+    tokenHash: text('token_hash').notNull(),
+    /** The address the link went to (a verification proves this address, not a later one). */
+    email: text('email').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [uniqueIndex('account_tokens_token_hash_key').on(t.tokenHash), index('account_tokens_user_idx').on(t.userId, t.purpose)],
+);
+
+/** A sign-in at an OAuth/OpenID provider linked to an account: matched by (provider, subject). */
+export const userIdentities = pgTable(
+  'user_identities',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** github | google | oidc */
+    provider: text('provider').notNull(),
+    /** The provider's stable user id (GitHub's numeric id, the OpenID `sub`). */
+    subject: text('subject').notNull(),
+    email: text('email'),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('user_identities_provider_subject_key').on(t.provider, t.subject), index('user_identities_user_idx').on(t.userId)],
+);
+
+/**
+ * An OAuth authorization in flight: the state's hash, the PKCE verifier and the OpenID nonce, kept
+ * in the database so the callback may reach any replica; deleting the row is the claim, so a
+ * replayed callback finds nothing.
+ */
+export const oauthStates = pgTable(
+  'oauth_states',
+  {
+    id: text('id').primaryKey(),
+    stateHash: text('state_hash').notNull(),
+    provider: text('provider').notNull(),
+    codeVerifier: text('code_verifier').notNull(),
+    nonce: text('nonce'),
+    /** Set when a signed-in user links a provider; null for a sign-in. */
+    linkUserId: text('link_user_id').references(() => users.id, { onDelete: 'cascade' }),
+    /** The browser that started it: the callback must come with the same cookie (login CSRF). */
+    browserHash: text('browser_hash').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [uniqueIndex('oauth_states_state_hash_key').on(t.stateHash)],
+);
+
+/** A code sent by SMS: stored as SHA-256 keyed by the phone, valid 5 minutes and 5 tries. */
+export const phoneCodes = pgTable(
+  'phone_codes',
+  {
+    id: text('id').primaryKey(),
+    phone: text('phone').notNull(),
+    /** login | register | reset */
+    purpose: text('purpose').notNull(),
+    codeHash: text('code_hash').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    failedAttempts: integer('failed_attempts').notNull().default(0),
+    usedAt: timestamp('used_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [index('phone_codes_phone_idx').on(t.phone, t.createdAt)],
+);
+
+/**
+ * Messages sent on a stranger's request (mails, SMS), one row per send and subject (a phone, an
+ * email, a client address): counted inside a lock on the subject, these throttles hold exactly
+ * across replicas, where the in-memory limiters only hold on average.
+ */
+export const sendLog = pgTable(
+  'send_log',
+  {
+    id: text('id').primaryKey(),
+    /** What was sent: sms | forgot_password | verify_email | … */
+    kind: text('kind').notNull(),
+    /** `phone:+86…`, `email:a@b`, `ip:1.2.3.4` */
+    subject: text('subject').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [index('send_log_subject_idx').on(t.kind, t.subject, t.createdAt)],
 );

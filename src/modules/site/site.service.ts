@@ -15,7 +15,8 @@ export function createSiteService(ctx: AppContext) {
 
   return {
     siteInfo() {
-      const { site, currency, publicUrl, paymentMode, agentCloudApiKey } = ctx.config;
+      const { site, currency, publicUrl, paymentMode, agentCloudApiKey, accounts } = ctx.config;
+      const { oauth } = accounts;
       return {
         site,
         currency,
@@ -27,6 +28,13 @@ export function createSiteService(ctx: AppContext) {
           // What a visitor can do for free here: top up without paying, run agent turns unbilled.
           sandbox_payments: paymentMode === 'sandbox',
           open_agents: agentCloudApiKey === null,
+          // How a visitor can sign up and in here (the console draws its buttons from these).
+          email: accounts.mail !== null,
+          email_verification: accounts.emailVerification,
+          oauth: (['github', 'google', 'oidc'] as const).filter((id) => oauth[id] !== null),
+          // The label of the generic OpenID provider's button (OIDC_NAME).
+          oidc_name: oauth.oidc?.name ?? null,
+          phone_login: accounts.sms !== null,
         },
       };
     },

@@ -16,6 +16,7 @@ import m13 from '../../../migrations/0013_key_spend_grants.sql' with { type: 'te
 import m14 from '../../../migrations/0014_replicas.sql' with { type: 'text' };
 import m15 from '../../../migrations/0015_payment_refunds.sql' with { type: 'text' };
 import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text' };
+import m17 from '../../../migrations/0017_public_accounts.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -36,4 +37,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0014_replicas', sql: m14 },
   { name: '0015_payment_refunds', sql: m15 },
   { name: '0016_usage_clamped', sql: m16 },
+  { name: '0017_public_accounts', sql: m17 },
 ];
