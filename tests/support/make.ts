@@ -7,7 +7,7 @@ export async function makeUser(t: Pick<TestApp, 'services'>, opts: { admin?: boo
   const email = opts.email ?? `user-${randomBase62(8).toLowerCase()}@example.com`;
   const user = await t.services.accounts.createUser({ email, password, phone: opts.phone ?? null, isAdmin: opts.admin ?? false });
   const { token } = await t.services.accounts.createSession(user.id);
-  return { ...user, password, token };
+  return { ...user, email, password, token };
 }
 
 export async function makeApiKey(t: Pick<TestApp, 'services'>, userId: string, name = 'test key') {

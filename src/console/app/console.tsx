@@ -62,7 +62,7 @@ function Shell() {
             <strong>cpd</strong>
             <nav aria-label={t('nav.user')}>{USER_NAV.map(link)}</nav>
             {user.is_admin && <nav aria-label={t('nav.admin')}>{ADMIN_NAV.map(link)}</nav>}
-            <span class="who">{user.email}</span>
+            <span class="who">{user.email ?? user.phone}</span>
             <LanguageSwitch />
             <button
               type="button"

@@ -4,7 +4,7 @@ import { useContext } from 'preact/hooks';
 
 export interface Me {
   id: string;
-  email: string;
+  email: string | null;
   phone: string | null;
   is_admin: boolean;
   two_factor_enabled: boolean;

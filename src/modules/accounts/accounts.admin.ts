@@ -13,7 +13,7 @@ import { apiKeys, sessions, users } from './accounts.tables';
 
 export interface AdminUserRow {
   id: string;
-  email: string;
+  email: string | null;
   phone: string | null;
   is_admin: boolean;
   disabled: boolean;

@@ -30,7 +30,7 @@ export const ApiKeyBody = t.Object({ name: keyName, ...Limits });
 export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits }, { minProperties: 1, description: "the fields to change; null clears a limit" });
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 
-const User = t.Object({ id: t.String(), email: t.String() });
+const User = t.Object({ id: t.String(), email: t.Union([t.String(), t.Null()]) });
 export const SignedIn = t.Object({ token: t.String(), user: User });
 export const LoginResponse = t.Union([
   SignedIn,
@@ -38,7 +38,7 @@ export const LoginResponse = t.Union([
 ]);
 export const Me = t.Object({
   id: t.String(),
-  email: t.String(),
+  email: t.Union([t.String(), t.Null()]),
   phone: t.Nullable(t.String()),
   is_admin: t.Boolean(),
   two_factor_enabled: t.Boolean(),

@@ -18,7 +18,7 @@ import { createTwoFactor } from './accounts.two-factor';
 
 export interface UserView {
   id: string;
-  email: string;
+  email: string | null;
 }
 
 /** Who is asking, for rate limits and the session list. */
@@ -284,14 +284,14 @@ export function createAccountsService(ctx: AppContext) {
     return row ?? null;
   }
 
-  /** Emails by user id, for reports (router cost rows show the account's email). */
+  /** Emails by user id, for reports (router cost rows show the account's email; the phone of an account that has none). */
   async function emailsOf(userIds: string[]): Promise<Map<string, string>> {
     if (userIds.length === 0) return new Map();
     const rows = await db
-      .select({ id: users.id, email: users.email })
+      .select({ id: users.id, email: users.email, phone: users.phone })
       .from(users)
       .where(sql`${users.id} in ${userIds}`);
-    return new Map(rows.map((r) => [r.id, r.email]));
+    return new Map(rows.map((r) => [r.id, r.email ?? r.phone ?? r.id]));
   }
 
   return {

@@ -5,7 +5,8 @@ export const users = pgTable(
   'users',
   {
     id: text('id').primaryKey(),
-    email: text('email').notNull(),
+    /** null: an account made by a phone code that never gave an email. */
+    email: text('email'),
     phone: text('phone'),
     /** null: an account made by OAuth or a phone code that never set a password. */
     passwordHash: text('password_hash'),

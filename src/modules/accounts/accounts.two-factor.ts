@@ -80,7 +80,7 @@ export function createTwoFactor(ctx: AppContext) {
     const secret = generateSecret();
     await db.update(users).set({ totpPendingSecret: secret }).where(eq(users.id, userId));
     const issuer = `cpd ${new URL(ctx.config.publicUrl).host}`;
-    return { secret, otpauth_url: generateURI({ issuer, label: user.email, secret }) };
+    return { secret, otpauth_url: generateURI({ issuer, label: user.email ?? user.phone ?? user.id, secret }) };
   }
 
   /** Completes enrolment with a code from the pending secret; answers the recovery codes, once. */

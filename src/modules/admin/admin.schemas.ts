@@ -33,7 +33,7 @@ export const IdempotencyHeaders = t.Object({ 'idempotency-key': t.Optional(t.Str
 
 const AdminUser = {
   id: t.String(),
-  email: t.String(),
+  email: t.Union([t.String(), t.Null()]),
   phone: t.Union([t.String(), t.Null()]),
   is_admin: t.Boolean(),
   disabled: t.Boolean(),

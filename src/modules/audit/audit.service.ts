@@ -11,7 +11,7 @@ import { newId } from '../../platform/ids';
 import { auditLog } from './audit.tables';
 
 /** Who did it: an admin's session, or the shell (no account; details.via = 'cli'). */
-export type AuditActor = { userId: string; email: string } | 'cli';
+export type AuditActor = { userId: string; email: string | null } | 'cli';
 
 export interface AuditEntry {
   actor: AuditActor;

@@ -75,7 +75,7 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments, refun
     return htmlAttachment(invoiceHtml({ ...inv, paidAt: p.paidAt, siteName }), `invoice-${inv.id}.html`);
   }
 
-  async function downloadReceipt(caller: { userId: string; email: string }, paymentId: string): Promise<Response> {
+  async function downloadReceipt(caller: { userId: string; email: string | null }, paymentId: string): Promise<Response> {
     const p = await requirePaid(caller.userId, paymentId);
     if (p.provider !== 'card') throw new AppError('not_found', 'receipts exist for card payments only');
     return htmlAttachment(

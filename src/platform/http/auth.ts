@@ -15,7 +15,7 @@ export type AuthMode = 'session' | 'query' | 'key' | 'admin';
 
 export interface Caller {
   userId: string;
-  email: string;
+  email: string | null;
   isAdmin: boolean;
   via: 'session' | 'cookie' | 'query' | 'key';
   sessionId: string | null;

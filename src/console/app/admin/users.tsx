@@ -55,7 +55,7 @@ export function AdminUsers() {
                 {users.map((u) => (
                   <tr key={u.id}>
                     <td>
-                      <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email}</a>
+                      <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email ?? u.phone}</a>
                     </td>
                     <td>{u.is_admin ? t('admin.admin') : t('admin.user')}</td>
                     <td>{u.disabled ? t('admin.disabled') : t('admin.active')}</td>
