@@ -84,7 +84,7 @@ export async function startSmtp(opts: SmtpOptions = {}) {
     failedLogins,
     /** The first mail not returned by an earlier next() that matches, waiting for it. */
     async next(match: (m: ReceivedMail) => boolean = () => true, what = 'a mail'): Promise<ReceivedMail> {
-      const found = await waitFor(() => mails.find((m) => !taken.has(m) && match(m)), what);
+      const found = (await waitFor(() => mails.find((m) => !taken.has(m) && match(m)), what))!;
       taken.add(found);
       return found;
     },

@@ -312,7 +312,7 @@ describe('mail over SMTPS, the log transport, and a server that is down', () => 
       await makeUser(t, { email: 'dev@log.example' });
       expect((await t.request('POST', '/api/auth/password/forgot', { body: { email: 'dev@log.example' } })).status).toBe(202);
       const line = await waitFor(() => t.logs.find((l) => l.includes('mail (log transport)') && l.includes('dev@log.example')), 'the logged mail');
-      expect(JSON.parse(line).mail).toMatchObject({ kind: 'reset_password', to: 'dev@log.example', subject: 'Reset your password', text: expect.stringContaining(`${PUBLIC}/reset-password?token=`) });
+      expect(JSON.parse(line!).mail).toMatchObject({ kind: 'reset_password', to: 'dev@log.example', subject: 'Reset your password', text: expect.stringContaining(`${PUBLIC}/reset-password?token=`) });
     } finally {
       await t.close();
     }
@@ -325,7 +325,7 @@ describe('mail over SMTPS, the log transport, and a server that is down', () => 
       await makeUser(t, { email: 'unlucky@mail.example' });
       expect((await t.request('POST', '/api/auth/password/forgot', { body: { email: 'unlucky@mail.example' } })).status).toBe(202);
       const line = await waitFor(() => t.logs.find((l) => l.includes('"msg":"mail not sent"')), 'the failure line');
-      expect(JSON.parse(line).mail).toEqual({ kind: 'reset_password', user_id: expect.any(String) });
+      expect(JSON.parse(line!).mail).toEqual({ kind: 'reset_password', user_id: expect.any(String) });
       expect(t.logs.join('')).not.toContain('wrong-pass-value');
       expect(smtp.failedLogins).toEqual(['right']);
     } finally {
