@@ -30,6 +30,7 @@ export const en = {
   'mail.notifications.lowBalance': 'Mail me when my balance falls below ({currency})',
   'mail.notifications.lowBalanceHint': 'Empty: off. One mail each time the balance drops below it.',
   'mail.notifications.badAmount': 'Enter a positive amount with at most 6 decimals, or leave it empty.',
+  'mail.notifications.language': 'Language of the mails',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -62,4 +63,5 @@ export const zh: Record<keyof typeof en, string> = {
   'mail.notifications.lowBalance': '余额低于此金额时发邮件提醒（{currency}）',
   'mail.notifications.lowBalanceHint': '留空：关闭。每次余额降到此金额以下时发送一封邮件。',
   'mail.notifications.badAmount': '请输入最多 6 位小数的正数，或留空。',
+  'mail.notifications.language': '邮件语言',
 };

@@ -15,6 +15,7 @@ const Accepted = t.Object({});
 export const NotificationSettings = t.Object({
   low_balance: t.Nullable(t.Number({ description: 'mail when the balance falls below this (major units of the site currency); null: off' })),
   currency: t.String(),
+  language: t.UnionEnum(['en', 'zh-CN'], { description: 'the language of your mails' }),
 });
 
 export interface EmailRoutesDeps {
@@ -74,8 +75,11 @@ export const accountEmailRoutes = ({ accounts, auth, config }: EmailRoutesDeps) 
     })
     .put('/api/auth/notifications', ({ caller, body }) => notifications.update(caller.userId, body), {
       auth: ['session'],
-      body: t.Object({ low_balance: t.Nullable(t.Number()) }),
+      body: t.Object(
+        { low_balance: t.Optional(t.Nullable(t.Number())), language: t.Optional(t.Union([t.Literal('en'), t.Literal('zh-CN')])) },
+        { minProperties: 1, description: 'the fields to change' },
+      ),
       response: { 200: NotificationSettings },
-      detail: { summary: 'Set or turn off (null) the low balance mail' },
+      detail: { summary: 'Set or turn off (null) the low balance mail; choose the language of your mails' },
     });
 };

@@ -106,12 +106,22 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     mail(user, { kind: 'verify_email', link: link('/verify-email', token) });
   }
 
-  /** Tells the owner the password changed (after a reset or a change in the console). */
-  async function passwordChanged(userId: string) {
-    if (!mailer.enabled) return;
-    const user = await recipient(userId);
-    if (user) mail(user, { kind: 'password_changed', link: link('/forgot-password') });
+  /** A mail that follows a committed change: its failure is logged, never the change's answer. */
+  async function quietly(kind: string, userId: string, send: () => Promise<void>) {
+    try {
+      await send();
+    } catch (err) {
+      ctx.log.warn({ err, mail: { kind, user_id: userId } }, 'mail not sent');
+    }
   }
+
+  /** Tells the owner the password changed (after a reset or a change in the console). */
+  const passwordChanged = (userId: string) =>
+    quietly('password_changed', userId, async () => {
+      if (!mailer.enabled) return;
+      const user = await recipient(userId);
+      if (user) mail(user, { kind: 'password_changed', link: link('/forgot-password') });
+    });
 
   return {
     /** True when the site checks addresses (mail configured, EMAIL_VERIFICATION not off). */
@@ -122,7 +132,9 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     /** After a registration: the verification mail (skipped over the per-address limit; registration has its own). */
     async registered(user: Recipient) {
       if (!verificationOn) return;
-      if (await reserveQuietly('verify_email', [perEmail(user.email, 5)])) await mailVerification(user);
+      await quietly('verify_email', user.id, async () => {
+        if (await reserveQuietly('verify_email', [perEmail(user.email, 5)])) await mailVerification(user);
+      });
     },
 
     /** Someone tried to register an address that has an account: its owner hears of it (a few times an hour at most). */
@@ -133,7 +145,9 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
         .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
         .limit(1);
       if (!user) return false;
-      if (await reserveQuietly('registration_attempt', [perEmail(user.email, 3)])) mail(user, { kind: 'registration_attempt', link: link('/login') });
+      await quietly('registration_attempt', user.id, async () => {
+        if (await reserveQuietly('registration_attempt', [perEmail(user.email, 3)])) mail(user, { kind: 'registration_attempt', link: link('/login') });
+      });
       return true;
     },
 
@@ -185,23 +199,31 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
      * 2FA login of the account and spends its other reset links; the link also proves the address.
      */
     async reset(token: string, password: string) {
+      // A cheap look first: a wrong token costs no password hash (this endpoint needs no credential).
+      const now = ctx.clock.now();
+      const [live] = await db
+        .select({ id: accountTokens.id })
+        .from(accountTokens)
+        .where(and(eq(accountTokens.tokenHash, sha256Hex(token)), eq(accountTokens.purpose, 'reset_password'), isNull(accountTokens.usedAt), gt(accountTokens.expiresAt, now)))
+        .limit(1);
+      if (!live) throw new AppError('invalid', 'this link is invalid, used or expired; ask for a new one');
       const passwordHash = await hashPassword(password);
       const userId = await db.transaction(async (tx) => {
         const claimed = await claim(tx, token, 'reset_password');
         if (!claimed) return null;
-        const now = ctx.clock.now().toISOString();
+        const at = now.toISOString();
         await tx
           .update(users)
           .set({
             passwordHash,
-            emailVerifiedAt: sql`case when lower(${users.email}) = lower(${claimed.email}) then coalesce(${users.emailVerifiedAt}, ${now}::timestamptz) else ${users.emailVerifiedAt} end`,
+            emailVerifiedAt: sql`case when lower(${users.email}) = lower(${claimed.email}) then coalesce(${users.emailVerifiedAt}, ${at}::timestamptz) else ${users.emailVerifiedAt} end`,
           })
           .where(eq(users.id, claimed.userId));
         await tx.delete(sessions).where(eq(sessions.userId, claimed.userId));
         await tx.delete(loginChallenges).where(eq(loginChallenges.userId, claimed.userId));
         await tx
           .update(accountTokens)
-          .set({ usedAt: sql`${now}::timestamptz` })
+          .set({ usedAt: now })
           .where(and(eq(accountTokens.userId, claimed.userId), eq(accountTokens.purpose, 'reset_password'), isNull(accountTokens.usedAt)));
         return claimed.userId;
       });

@@ -12,6 +12,7 @@
 import { and, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
+import type { Language } from '../../platform/http/language';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
 import type { EmailAccounts } from './accounts.email';
 import { users } from './accounts.tables';
@@ -102,9 +103,9 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
 
   /** GET /api/auth/notifications */
   async function settings(userId: string) {
-    const [row] = await db.select({ threshold: users.lowBalanceMicros }).from(users).where(eq(users.id, userId)).limit(1);
+    const [row] = await db.select({ threshold: users.lowBalanceMicros, locale: users.locale }).from(users).where(eq(users.id, userId)).limit(1);
     if (!row) throw new AppError('unauthorized', 'account not found');
-    return { low_balance: row.threshold === null ? null : toMajor(row.threshold), currency: config.currency };
+    return { low_balance: row.threshold === null ? null : toMajor(row.threshold), currency: config.currency, language: email.localeOf(row) };
   }
 
   ctx.onShutdown(async () => {
@@ -133,15 +134,24 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
 
     settings,
 
-    /** PUT /api/auth/notifications {low_balance: number | null}: a new threshold starts a new crossing. */
-    async update(userId: string, input: { low_balance: number | null }) {
-      let threshold: bigint | null = null;
-      if (input.low_balance !== null) {
-        threshold = exactMajorToMicros(input.low_balance);
-        if (threshold === null || threshold <= 0n) throw new AppError('invalid', 'low_balance must be a positive amount with at most 6 decimals, or null to turn it off');
+    /**
+     * PUT /api/auth/notifications {low_balance?: number | null, language?: 'en' | 'zh-CN'}: what is
+     * named changes; a new threshold starts a new crossing.
+     */
+    async update(userId: string, input: { low_balance?: number | null; language?: Language }) {
+      if (input.low_balance === undefined && input.language === undefined) throw new AppError('invalid', 'name low_balance, language or both');
+      const change: Partial<typeof users.$inferInsert> = {};
+      if (input.low_balance !== undefined) {
+        let threshold: bigint | null = null;
+        if (input.low_balance !== null) {
+          threshold = exactMajorToMicros(input.low_balance);
+          if (threshold === null || threshold <= 0n) throw new AppError('invalid', 'low_balance must be a positive amount with at most 6 decimals, or null to turn it off');
+        }
+        if (threshold !== null && !mailEnabled) throw new AppError('conflict', 'this site sends no mail: low balance mails are not available');
+        Object.assign(change, { lowBalanceMicros: threshold, lowBalanceNotifiedAt: null });
       }
-      if (threshold !== null && !mailEnabled) throw new AppError('conflict', 'this site sends no mail: low balance mails are not available');
-      await db.update(users).set({ lowBalanceMicros: threshold, lowBalanceNotifiedAt: null }).where(eq(users.id, userId));
+      if (input.language !== undefined) change.locale = input.language;
+      await db.update(users).set(change).where(eq(users.id, userId));
       return settings(userId);
     },
   };

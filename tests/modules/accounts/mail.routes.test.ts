@@ -194,10 +194,10 @@ describe('mail, international site, SMTP with STARTTLS and AUTH', () => {
   test('low balance: off by default; one mail per crossing below the threshold the owner set', async () => {
     const u = await makeUser(t, { email: 'thrifty@money.example' });
     const settings = await t.request('GET', '/api/auth/notifications', { token: u.token });
-    expect(settings.body).toEqual({ low_balance: null, currency: 'USD' });
+    expect(settings.body).toEqual({ low_balance: null, currency: 'USD', language: 'en' });
     for (const low_balance of [-1, 0, 1.1234567, '5', 1e13]) expect((await t.request('PUT', '/api/auth/notifications', { token: u.token, body: { low_balance } })).status).toBe(400);
     const set = await t.request('PUT', '/api/auth/notifications', { token: u.token, body: { low_balance: 5 } });
-    expect(set.body).toEqual({ low_balance: 5, currency: 'USD' });
+    expect(set.body).toEqual({ low_balance: 5, currency: 'USD', language: 'en' });
 
     const billing = t.services.billing;
     const { db } = t.ctx.database;
@@ -218,7 +218,16 @@ describe('mail, international site, SMTP with STARTTLS and AUTH', () => {
     await move(-8_000_000n); // 2.00
     await mailTo('thrifty@money.example', 'Your balance is low: $2.00');
     expect(smtp.to('thrifty@money.example').filter((m) => m.subject.startsWith('Your balance is low'))).toHaveLength(2);
-    expect((await t.request('PUT', '/api/auth/notifications', { token: u.token, body: { low_balance: null } })).body).toEqual({ low_balance: null, currency: 'USD' });
+    expect((await t.request('PUT', '/api/auth/notifications', { token: u.token, body: { low_balance: null } })).body).toEqual({ low_balance: null, currency: 'USD', language: 'en' });
+  });
+
+  test('the owner chooses the language of the mails', async () => {
+    const u = await makeUser(t, { email: 'polyglot@verify.example' });
+    for (const body of [{}, { language: 'fr' }, { language: null }]) expect([body, (await t.request('PUT', '/api/auth/notifications', { token: u.token, body })).status]).toEqual([body, 400]);
+    const set = await t.request('PUT', '/api/auth/notifications', { token: u.token, body: { language: 'zh-CN' } });
+    expect(set.body).toEqual({ low_balance: null, currency: 'USD', language: 'zh-CN' });
+    await t.request('POST', '/api/auth/email/verify/send', { token: u.token, headers: from('10.3.0.3') });
+    await mailTo('polyglot@verify.example', '请确认您的邮箱地址');
   });
 
   test('nothing secret in the logs: not the SMTP password, not a mailed token', async () => {

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, t } from '../locale';
 import type { Me } from '../me';
-import { Alert, Field, LanguageSwitch, Page, Status, errorText, useGet } from '../ui';
+import { Alert, Field, LanguageSwitch, Page, Select, Status, errorText, useGet } from '../ui';
 
 interface SiteFeatures {
   features: { email: boolean; email_verification: 'off' | 'optional' | 'required' };
@@ -194,17 +194,18 @@ export function EmailStatus({ me }: { me: Pick<Me, 'email' | 'email_verified'> }
 /** Low-balance mail threshold (GET/PUT /api/auth/notifications); shown only where the site sends mail. */
 export function NotificationSettings() {
   const site = useGet<SiteFeatures>('/api/site');
-  const settings = useGet<{ low_balance: number | null; currency: string }>('/api/auth/notifications');
+  const settings = useGet<{ low_balance: number | null; currency: string; language: 'en' | 'zh-CN' }>('/api/auth/notifications');
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   if (!site.data?.features.email || !settings.data) return null;
   async function submit(e: Event) {
     e.preventDefault();
-    const raw = String(new FormData(e.currentTarget as HTMLFormElement).get('low_balance') ?? '').trim();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const raw = String(form.get('low_balance') ?? '').trim();
     setSaved(false);
     if (raw !== '' && !/^\d+(\.\d{1,6})?$/.test(raw)) return setError(t('mail.notifications.badAmount'));
     try {
-      await api('PUT', '/api/auth/notifications', { low_balance: raw === '' ? null : Number(raw) });
+      await api('PUT', '/api/auth/notifications', { low_balance: raw === '' ? null : Number(raw), language: form.get('language') });
       setError(null);
       setSaved(true);
       settings.reload();
@@ -223,6 +224,15 @@ export function NotificationSettings() {
         defaultValue={settings.data.low_balance === null ? '' : String(settings.data.low_balance)}
         hint={t('mail.notifications.lowBalanceHint')}
         error={error}
+      />
+      <Select
+        label={t('mail.notifications.language')}
+        name="language"
+        value={settings.data.language}
+        options={[
+          ['en', 'English'],
+          ['zh-CN', '简体中文'],
+        ]}
       />
       <button type="submit">{t('save')}</button>
       {saved && <Status>{t('saved')}</Status>}
