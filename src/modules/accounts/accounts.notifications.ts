@@ -14,6 +14,7 @@ import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import type { Language } from '../../platform/http/language';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
+import type { MoneyEvent } from '../billing';
 import type { EmailAccounts } from './accounts.email';
 import { users } from './accounts.tables';
 
@@ -21,13 +22,7 @@ import { users } from './accounts.tables';
 export interface WalletFeed {
   balances(userIds: string[]): Promise<Map<string, bigint>>;
   onBalanceChange(listener: (userId: string) => void): Promise<void>;
-  onMoneyEvent(
-    listener: (
-      event:
-        | { kind: 'payment_paid'; userId: string; paymentId: string; amountMicros: bigint; currency: string }
-        | { kind: 'refund_succeeded'; userId: string; paymentId: string; refundId: string; amountMicros: bigint; currency: string },
-    ) => void,
-  ): void;
+  onMoneyEvent(listener: (event: MoneyEvent) => void): void;
 }
 
 /** Wallet changes are checked this long after the first of a batch arrives. */

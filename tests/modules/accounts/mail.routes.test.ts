@@ -230,6 +230,15 @@ describe('mail, international site, SMTP with STARTTLS and AUTH', () => {
     await mailTo('polyglot@verify.example', '请确认您的邮箱地址');
   });
 
+  test('the pages behind the mailed links are served without a session, in the request’s language', async () => {
+    for (const path of ['/forgot-password', '/reset-password?token=abc', '/verify-email?token=abc']) {
+      const page = await t.request('GET', path, { headers: { 'accept-language': 'zh-CN' } });
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(page.text).toContain('lang="zh-CN"');
+    }
+  });
+
   test('nothing secret in the logs: not the SMTP password, not a mailed token', async () => {
     expect(mailedTokens.length).toBeGreaterThan(3);
     const logs = t.logs.join('');
