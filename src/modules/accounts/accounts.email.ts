@@ -184,14 +184,17 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     async forgot(email: string, asker: Asker) {
       if (!mailer.enabled) throw new AppError('not_found', 'password reset by mail is not available on this site');
       await reserve('forgot_password', [perEmail(email, 5), perAddress(asker, 20)]);
-      const [user] = await db
-        .select({ id: users.id, email: users.email, locale: users.locale, disabled: users.disabled })
-        .from(users)
-        .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
-        .limit(1);
-      if (!user || user.disabled) return;
-      const token = await issueToken(db, user, 'reset_password', RESET_TTL_MS);
-      mail(user, { kind: 'reset_password', link: link('/reset-password', token) });
+      // After the answer: how long it takes must not tell whether the address has an account.
+      mailer.later('reset_password', async () => {
+        const [user] = await db
+          .select({ id: users.id, email: users.email, locale: users.locale, disabled: users.disabled })
+          .from(users)
+          .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
+          .limit(1);
+        if (!user || user.disabled) return;
+        const token = await issueToken(db, user, 'reset_password', RESET_TTL_MS);
+        mail(user, { kind: 'reset_password', link: link('/reset-password', token) });
+      });
     },
 
     /**

@@ -29,6 +29,11 @@ export interface Mailer {
   enabled: boolean;
   /** Sends in the background; never throws. */
   deliver(message: MailMessage): void;
+  /**
+   * Runs `work` (reads, writes, deliver) after the caller has answered, tracked like a send: for
+   * work whose duration must not tell the requester anything. A failure is logged under `kind`.
+   */
+  later(kind: string, work: () => Promise<void>): void;
   /** Resolves when every send started so far has finished (tests, shutdown). */
   idle(): Promise<void>;
 }
@@ -73,14 +78,18 @@ export function createMailer(ctx: AppContext, settings: MailSettings | null = ct
     clearTimeout(timer);
   });
 
+  function track(kind: string, userId: string | null, work: Promise<void>) {
+    const tracked = work.catch((err) => log.error({ err, mail: { kind, user_id: userId } }, 'mail failed')).finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  }
+
   return {
     enabled: settings !== null,
     deliver(message) {
-      if (!settings) return;
-      const sending = send(settings, message)
-        .catch((err) => log.error({ err, mail: { kind: message.kind, user_id: message.userId } }, 'mail failed'))
-        .finally(() => inFlight.delete(sending));
-      inFlight.add(sending);
+      if (settings) track(message.kind, message.userId, send(settings, message));
+    },
+    later(kind, work) {
+      if (settings) track(kind, null, Promise.resolve().then(work));
     },
     idle,
   };
