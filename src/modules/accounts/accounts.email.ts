@@ -21,8 +21,8 @@ import { hashPassword } from './accounts.passwords';
 import { createSendThrottle, type SendLimit } from './accounts.send-throttle';
 import { accountTokens, loginChallenges, sessions, users } from './accounts.tables';
 
-export const VERIFY_TTL_MS = 24 * 3600_000;
-export const RESET_TTL_MS = 30 * 60_000;
+const VERIFY_TTL_MS = 24 * 3600_000;
+const RESET_TTL_MS = 30 * 60_000;
 const HOUR = 3600_000;
 
 /** Who asked, for the per-address throttles. */
@@ -37,6 +37,7 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
   const { db } = ctx.database;
   const { config } = ctx;
   const throttle = createSendThrottle(ctx);
+  // The site's name as GET /api/site shows it.
   const siteName = config.site === 'cn' ? 'cpd China' : 'cpd International';
   const link = (path: string, token?: string) => `${config.publicUrl.replace(/\/$/, '')}${path}${token ? `?token=${encodeURIComponent(token)}` : ''}`;
   const verificationOn = mailer.enabled && config.accounts.emailVerification !== 'off';
@@ -124,8 +125,6 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     });
 
   return {
-    /** True when the site checks addresses (mail configured, EMAIL_VERIFICATION not off). */
-    verificationOn,
     /** With EMAIL_VERIFICATION=required, registration must not tell new addresses from taken ones. */
     hidesRegistrations: verificationOn && config.accounts.emailVerification === 'required',
 
@@ -246,7 +245,6 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     localeOf,
     mail,
     link,
-    siteName,
   };
 }
 

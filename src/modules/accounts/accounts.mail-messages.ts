@@ -3,8 +3,7 @@
  * text body and the same as simple HTML (escaped values, one link as a button-like anchor).
  */
 import { escapeHtml } from '../../platform/http/html';
-
-export type MailLocale = 'en' | 'zh-CN';
+import type { Language } from '../../platform/http/language';
 
 export type MailContent =
   | { kind: 'verify_email'; link: string }
@@ -112,7 +111,7 @@ export interface RenderedMail {
 }
 
 /** The mail in `locale`; `site` is the site's name as GET /api/site shows it. */
-export function renderMail(content: MailContent, locale: MailLocale, site: string): RenderedMail {
+export function renderMail(content: MailContent, locale: Language, site: string): RenderedMail {
   const template = (locale === 'zh-CN' ? zh : en)[content.kind];
   const values: Record<string, string> = { site };
   for (const [k, v] of Object.entries(content)) if (typeof v === 'string') values[k] = v;

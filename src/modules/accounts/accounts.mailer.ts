@@ -34,15 +34,14 @@ export interface Mailer {
    * work whose duration must not tell the requester anything. A failure is logged under `kind`.
    */
   later(kind: string, work: () => Promise<void>): void;
-  /** Resolves when every send started so far has finished (tests, shutdown). */
-  idle(): Promise<void>;
 }
 
 /** The host part of MAIL_FROM, for Message-ID (`cpd <noreply@example.com>` → example.com). */
 const fromDomain = (from: string) => /@([^>\s]+)>?\s*$/.exec(from)?.[1] ?? 'localhost';
 
-export function createMailer(ctx: AppContext, settings: MailSettings | null = ctx.config.accounts.mail): Mailer {
+export function createMailer(ctx: AppContext): Mailer {
   const { log } = ctx;
+  const settings = ctx.config.accounts.mail;
   const inFlight = new Set<Promise<void>>();
   // nodemailer reads the URL itself (user, password, port, `?tls.rejectUnauthorized=false` …);
   // the URL holds the password, so it is never logged, nor the transport's options.
@@ -51,14 +50,13 @@ export function createMailer(ctx: AppContext, settings: MailSettings | null = ct
 
   async function send(settings: MailSettings, m: MailMessage): Promise<void> {
     const messageId = `<${randomBytes(16).toString('hex')}@${fromDomain(settings.from)}>`;
-    const date = ctx.clock.now();
     if (!transport) {
       // The log transport: the message is the point (its link is how a developer signs up), so it is logged whole.
       log.info({ mail: { kind: m.kind, user_id: m.userId, from: settings.from, to: m.to, subject: m.subject, message_id: messageId, text: m.text } }, 'mail (log transport)');
       return;
     }
     try {
-      await transport.sendMail({ from: settings.from, to: m.to, subject: m.subject, text: m.text, html: m.html, date, messageId });
+      await transport.sendMail({ from: settings.from, to: m.to, subject: m.subject, text: m.text, html: m.html, date: ctx.clock.now(), messageId });
       log.info({ mail: { kind: m.kind, user_id: m.userId, message_id: messageId } }, 'mail sent');
     } catch (err) {
       // The error is the server's answer or the connection's failure; safeError keeps its message, never the URL.
@@ -66,6 +64,7 @@ export function createMailer(ctx: AppContext, settings: MailSettings | null = ct
     }
   }
 
+  /** Every send started so far, finished. */
   const idle = async () => {
     while (inFlight.size) await Promise.allSettled([...inFlight]);
   };
@@ -91,6 +90,5 @@ export function createMailer(ctx: AppContext, settings: MailSettings | null = ct
     later(kind, work) {
       if (settings) track(kind, null, Promise.resolve().then(work));
     },
-    idle,
   };
 }
