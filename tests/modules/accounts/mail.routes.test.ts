@@ -99,6 +99,17 @@ for (const kind of DB_KINDS) {
       expect((await t.request('POST', '/api/auth/email/verify', { body: { token: tokenOf(link) } })).status).toBe(200);
     });
 
+    test('verify/send is throttled per address mailed (5 an hour); each mail carries its own link, any of which verifies', async () => {
+      const u = await makeUser(t, { email: 'eager@verify.example' });
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await t.request('POST', '/api/auth/email/verify/send', { token: u.token, headers: from(`10.3.1.${i}`) })).status);
+      expect(statuses).toEqual([202, 202, 202, 202, 202, 429]);
+      const links = [];
+      for (let i = 0; i < 5; i++) links.push(linkIn(await mailTo('eager@verify.example', 'Confirm your email address'), `${PUBLIC}/verify-email?token=`));
+      expect(new Set(links).size).toBe(5);
+      expect((await t.request('POST', '/api/auth/email/verify', { body: { token: tokenOf(links[2]!) } })).status).toBe(200);
+    });
+
     test('a verification link sent to an old address does not verify a changed one', async () => {
       const u = await makeUser(t, { email: 'before@verify.example' });
       await t.request('POST', '/api/auth/email/verify/send', { token: u.token, headers: from('10.3.0.2') });
