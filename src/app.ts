@@ -4,7 +4,7 @@
  */
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
-import { accountsRoutes, createAccountsService } from './modules/accounts';
+import { accountEmailRoutes, accountsRoutes, createAccountsService } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
@@ -57,6 +57,8 @@ export async function buildApp(ctx: AppContext) {
   // one open connection, while reads side by side made the pool open two more (~5 ms of
   // PostgreSQL's CPU apiece, on the cores the start-up needs).
   await router.ready();
+  // Payment, refund and low-balance mails (nothing to do without mail).
+  await accounts.notifications.watch({ balances: billing.getBalancesMicros, onBalanceChange: billing.onBalanceChange, onMoneyEvent: billing.onMoneyEvent });
   await pricing.load();
   await registry.load();
   const gateway = createGatewayService(ctx, router);
@@ -105,13 +107,14 @@ export async function buildApp(ctx: AppContext) {
     .use(auth)
     .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
     .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
+    .use(accountEmailRoutes({ accounts, auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))
     .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store, audit }))
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
-    .use(billingRoutes({ auth, billing, config: ctx.config }))
+    .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
     .use(routerRoutes({ auth, router, audit }))

@@ -1,7 +1,8 @@
 /**
  * The web console's HTTP side: the hashed assets under /assets/*, the one document behind /login,
- * /signup and /console/*, and the OpenAPI UI at /api/docs. Everything the console shows or changes
- * goes through the JSON API; these routes only hand the browser the program.
+ * /signup, the pages of mailed links (/forgot-password, /reset-password, /verify-email) and
+ * /console/*, and the OpenAPI UI at /api/docs. Everything the console shows or changes goes
+ * through the JSON API; these routes only hand the browser the program.
  *
  * /console/* without a live session redirects to /login (a disabled account's sessions are gone,
  * so its next page load lands there); /console/admin/* needs the admin role.
@@ -66,6 +67,10 @@ export const consoleRoutes = ({ config, resolver, specPath }: ConsoleRoutesDeps)
       .get('/api/docs', () => new Response(apiDocsDocument(specPath), { headers: HTML_HEADERS }), hide)
       .get('/login', ({ request }) => page(request), hide)
       .get('/signup', ({ request }) => page(request), hide)
+      // The pages behind mailed links: the token is in the query, no session is needed.
+      .get('/forgot-password', ({ request }) => page(request), hide)
+      .get('/reset-password', ({ request }) => page(request), hide)
+      .get('/verify-email', ({ request }) => page(request), hide)
       .get('/console', ({ request }) => consolePage(request, false), hide)
       .get('/console/admin', ({ request }) => consolePage(request, true), hide)
       .get('/console/admin/*', ({ request }) => consolePage(request, true), hide)

@@ -5,10 +5,10 @@
  */
 import type { Config } from '../config';
 import { escapeHtml } from '../platform/http/html';
+import type { Language } from '../platform/http/language';
 import { apiDocsEntry, assetUrl, consoleEntry } from './console.assets';
 
-export type Language = 'en' | 'zh-CN';
-export const LANGUAGE_COOKIE = 'cpd_lang';
+export { chooseLanguage, LANGUAGE_COOKIE, type Language } from '../platform/http/language';
 
 /** Security headers of every console document: only this origin's scripts, styles and images; no framing. */
 export const HTML_HEADERS = {
@@ -21,31 +21,6 @@ export const HTML_HEADERS = {
   'cache-control': 'no-store',
   vary: 'accept-language, cookie',
 };
-
-/**
- * The switch (cookie) wins, then the browser's Accept-Language (its first English or Chinese
- * preference), then the site's default: Chinese on the China site, English elsewhere.
- */
-export function chooseLanguage(site: Config['site'], cookieHeader: string | null, acceptLanguage: string | null): Language {
-  const chosen = /(?:^|;\s*)cpd_lang=(en|zh-CN)\b/.exec(cookieHeader ?? '')?.[1];
-  if (chosen) return chosen as Language;
-  const ranked = (acceptLanguage ?? '')
-    .split(',')
-    .map((part, i) => {
-      const [tag, ...params] = part.trim().toLowerCase().split(';');
-      const q = Number(
-        params
-          .find((p) => p.trim().startsWith('q='))
-          ?.trim()
-          .slice(2) ?? 1,
-      );
-      return { tag: tag ?? '', q: Number.isFinite(q) ? q : 0, i };
-    })
-    .filter((l) => l.q > 0 && (l.tag.startsWith('en') || l.tag.startsWith('zh')))
-    .sort((a, b) => b.q - a.q || a.i - b.i);
-  if (ranked[0]) return ranked[0].tag.startsWith('zh') ? 'zh-CN' : 'en';
-  return site === 'cn' ? 'zh-CN' : 'en';
-}
 
 export function consoleDocument(opts: { language: Language; site: Config['site']; currency: string }): string {
   return `<!doctype html>

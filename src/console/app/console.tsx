@@ -1,6 +1,6 @@
 /**
  * The console's entry: one small client app (Preact + preact-iso's router) drawn from the JSON API.
- * /login and /signup need no session; every /console page loads the caller once (GET /api/auth/me).
+ * /login, /signup and the pages of mailed links need no session; every /console page loads the caller once (GET /api/auth/me).
  */
 import './styles.css';
 import { render } from 'preact';
@@ -19,6 +19,7 @@ import { Account } from './pages/account';
 import { BillingDocuments } from './pages/billing-documents';
 import { ApiKeys } from './pages/api-keys';
 import { Login, Signup } from './pages/sign-in';
+import { ForgotPassword, ResetPassword, VerifyEmail, VerifyEmailNotice } from './pages/mail';
 import { Models } from './pages/models';
 import { Transactions } from './pages/transactions';
 import { Usage } from './pages/usage';
@@ -75,6 +76,7 @@ function Shell() {
             </button>
           </header>
           <main id="main">
+            <VerifyEmailNotice me={user} />
             <Router>
               <Route path="/console" component={Wallet} />
               <Route path="/console/keys" component={ApiKeys} />
@@ -107,6 +109,9 @@ function Pages() {
   const { path } = useLocation();
   if (path === '/login') return <Login />;
   if (path === '/signup') return <Signup />;
+  if (path === '/forgot-password') return <ForgotPassword />;
+  if (path === '/reset-password') return <ResetPassword />;
+  if (path === '/verify-email') return <VerifyEmail />;
   return <Shell />;
 }
 

@@ -8,6 +8,7 @@ export interface Me {
   phone: string | null;
   is_admin: boolean;
   two_factor_enabled: boolean;
+  email_verified: boolean;
   created_at: string;
 }
 

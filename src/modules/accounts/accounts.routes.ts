@@ -7,6 +7,7 @@ import type { Server } from 'bun';
 import type { Config } from '../../config';
 import { type authPlugin, SESSION_COOKIE } from '../../platform/http/auth';
 import { clientAddress } from '../../platform/http/client-address';
+import { chooseLanguage } from '../../platform/http/language';
 import type { KeyPolicy } from '../metering';
 import type { AccountsService, RequestMeta } from './accounts.service';
 import * as s from './accounts.schemas';
@@ -40,12 +41,18 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
     .post(
       '/api/auth/register',
       async ({ body, request, server, cookie, set }) => {
-        const signedIn = await accounts.register(body, meta(request, server));
-        setSessionCookie(cookie, signedIn.token);
+        const locale = chooseLanguage(config.site, request.headers.get('cookie'), request.headers.get('accept-language'));
+        const result = await accounts.register(body, { ...meta(request, server), locale });
+        if ('pending' in result) {
+          // EMAIL_VERIFICATION=required: the same answer for a new and a taken address (docs/accounts/mail.md).
+          set.status = 202;
+          return {};
+        }
+        setSessionCookie(cookie, result.token);
         set.status = 201;
-        return signedIn;
+        return result;
       },
-      { body: s.RegisterBody, response: { 201: s.SignedIn } },
+      { body: s.RegisterBody, response: { 201: s.SignedIn, 202: s.Accepted } },
     )
     .post(
       '/api/auth/login',

@@ -32,6 +32,8 @@ export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 })
 
 const User = t.Object({ id: t.String(), email: t.Union([t.String(), t.Null()]) });
 export const SignedIn = t.Object({ token: t.String(), user: User });
+/** 202 of a request whose outcome goes by mail (and says nothing more here). */
+export const Accepted = t.Object({});
 export const LoginResponse = t.Union([
   SignedIn,
   t.Object({ two_factor_required: t.Literal(true), challenge_token: t.String(), expires_at: t.String() }),
@@ -42,6 +44,7 @@ export const Me = t.Object({
   phone: t.Nullable(t.String()),
   is_admin: t.Boolean(),
   two_factor_enabled: t.Boolean(),
+  email_verified: t.Boolean(),
   created_at: t.String(),
 });
 export const SessionList = t.Array(

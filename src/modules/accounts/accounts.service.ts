@@ -9,9 +9,13 @@ import { AppError } from '../../platform/errors';
 import type { Caller, CallerResolver } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { newId } from '../../platform/ids';
+import type { Language } from '../../platform/http/language';
 import { checkPassword, createUserAdmin } from './accounts.admin';
 import { createApiKeyStore } from './accounts.api-keys';
+import { createEmailAccounts } from './accounts.email';
 import { createKeyCache } from './accounts.key-cache';
+import { createMailer } from './accounts.mailer';
+import { createAccountNotifications } from './accounts.notifications';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './accounts.passwords';
 import { loginChallenges, sessions, users } from './accounts.tables';
 import { createTwoFactor } from './accounts.two-factor';
@@ -25,6 +29,8 @@ export interface UserView {
 export interface RequestMeta {
   address: string | null;
   userAgent?: string | null;
+  /** The language the request asked for (cookie, Accept-Language): a new account's mails are in it. */
+  locale?: Language;
 }
 
 export type LoginResult =
@@ -67,6 +73,9 @@ export function createAccountsService(ctx: AppContext) {
   const keys = createApiKeyStore(ctx, keyCache);
   const admin = createUserAdmin(ctx, keyCache);
   const twoFactor = createTwoFactor(ctx);
+  const mailer = createMailer(ctx);
+  const email = createEmailAccounts(ctx, mailer);
+  const notifications = createAccountNotifications(ctx, email, mailer.enabled);
   const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
   // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/design/start-up.md).
@@ -80,12 +89,21 @@ export function createAccountsService(ctx: AppContext) {
     if (wait > 0) throw new AppError('rate_limited', message, { 'retry-after': String(wait) });
   }
 
-  async function createUser(input: { email: string; password: string; phone?: string | null; isAdmin?: boolean }): Promise<UserView> {
+  async function createUser(input: {
+    email: string;
+    password: string;
+    phone?: string | null;
+    isAdmin?: boolean;
+    locale?: Language | null;
+    /** The operator vouches for the address (`cpd users create`). */
+    emailVerified?: boolean;
+  }): Promise<UserView> {
     const { email, phone } = validateNewAccount(input);
     const passwordHash = await hashPassword(input.password);
+    const emailVerifiedAt = input.emailVerified ? ctx.clock.now() : null;
     const inserted = await db
       .insert(users)
-      .values({ id: newId('usr'), email, phone, passwordHash, isAdmin: input.isAdmin ?? false })
+      .values({ id: newId('usr'), email, phone, passwordHash, isAdmin: input.isAdmin ?? false, locale: input.locale ?? null, emailVerifiedAt })
       .onConflictDoNothing()
       .returning({ id: users.id, email: users.email });
     if (inserted.length === 0) throw new AppError('conflict', 'an account with this email or phone already exists');
@@ -120,10 +138,23 @@ export function createAccountsService(ctx: AppContext) {
     return { token, user: { id: user.id, email: user.email } };
   }
 
-  async function register(input: { email: string; password: string; phone?: string | null }, meta: RequestMeta) {
+  /**
+   * A new account, signed in. With EMAIL_VERIFICATION=required the answer is `{pending: true}`
+   * for a new and a taken address alike (no session: it would tell them apart); the owner of a
+   * taken one is told by mail, a new one gets its link and signs in with its password.
+   */
+  async function register(input: { email: string; password: string; phone?: string | null }, meta: RequestMeta): Promise<{ token: string; user: UserView } | { pending: true }> {
     if (ctx.config.registration === 'closed') throw new AppError('forbidden', 'registration is closed on this site');
     enforceAll(limits.register, [`ip:${meta.address}`, `id:${identifierKey(input.email)}`], 'too many registrations; try again later');
-    return signedIn(await createUser(input), meta);
+    let user: UserView;
+    try {
+      user = await createUser({ ...input, locale: meta.locale });
+    } catch (err) {
+      if (email.hidesRegistrations && err instanceof AppError && err.kind === 'conflict' && (await email.registrationAttempt(input.email))) return { pending: true };
+      throw err;
+    }
+    await email.registered({ ...user, locale: meta.locale ?? null });
+    return email.hidesRegistrations ? { pending: true } : signedIn(user, meta);
   }
 
   async function findByIdentifier(identifier: string) {
@@ -206,6 +237,7 @@ export function createAccountsService(ctx: AppContext) {
       phone: row.phone,
       is_admin: row.isAdmin,
       two_factor_enabled: row.totpSecret !== null,
+      email_verified: row.emailVerifiedAt !== null,
       created_at: row.createdAt.toISOString(),
     };
   }
@@ -270,6 +302,7 @@ export function createAccountsService(ctx: AppContext) {
       await tx.update(users).set({ passwordHash }).where(eq(users.id, caller.userId));
       await tx.delete(sessions).where(and(eq(sessions.userId, caller.userId), caller.sessionId ? ne(sessions.id, caller.sessionId) : undefined));
     });
+    await email.passwordChanged(caller.userId);
   }
 
   /** An account by id, email or phone (the shell's `--user`); throws not_found. */
@@ -312,7 +345,16 @@ export function createAccountsService(ctx: AppContext) {
     getUserDetail: admin.getUserDetail,
     updateUser: admin.updateUser,
     setPassword: admin.setPassword,
-    createApiKey: keys.createApiKey,
+    async createApiKey(...args: Parameters<typeof keys.createApiKey>) {
+      await email.requireVerified(args[0]);
+      return keys.createApiKey(...args);
+    },
+    /** 403 "verify your email first" for an unverified account where EMAIL_VERIFICATION=required (payments). */
+    requireVerifiedEmail: email.requireVerified,
+    /** Verification and password-reset mails (accounts.email.ts). */
+    email,
+    /** Payment, refund and low-balance mails; `watch(billing)` once billing exists (accounts.notifications.ts). */
+    notifications,
     listApiKeys: keys.listApiKeys,
     updateApiKey: keys.updateApiKey,
     /** The limits of an API key, for the router's admission (null: no such key). */

@@ -12,6 +12,8 @@ export interface BillingRoutesDeps {
   auth: ReturnType<typeof authPlugin>;
   billing: BillingService;
   config: Config;
+  /** Refuses a caller who may not pay yet (accounts: 403 until the email is verified, where that is required). */
+  requirePayer?: (userId: string) => Promise<void>;
 }
 
 /**
@@ -51,7 +53,7 @@ const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService
       detail: { summary: 'Card receipt as HTML (international site)' },
     });
 
-export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
+export const billingRoutes = ({ auth, billing, config, requirePayer }: BillingRoutesDeps) => {
   const { ledger, payments, notifications, invoices, sandbox } = billing;
   const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
     .use(auth)
@@ -65,6 +67,7 @@ export const billingRoutes = ({ auth, billing, config }: BillingRoutesDeps) => {
     .post(
       '/api/billing/payments',
       async ({ caller, body, headers, set }) => {
+        await requirePayer?.(caller.userId);
         set.status = 201;
         return payments.create(caller.userId, body, headers['idempotency-key']);
       },

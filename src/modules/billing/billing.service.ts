@@ -9,6 +9,7 @@ import { AppError } from '../../platform/errors';
 import { createGrants, type Grant } from './grants';
 import { type AdjustmentInput, createAdjustments } from './adjustments';
 import { createInvoices } from './invoices.service';
+import { createMoneyEvents, type MoneyEvent } from './events';
 import { createLedger } from './ledger';
 import { createNotifications } from './notifications';
 import { createPayments, type PaymentsOptions } from './payments.service';
@@ -47,8 +48,9 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const ledger = createLedger(ctx, signal);
   const grants = createGrants(ctx);
   const providers = opts.providers ?? createProviders(ctx);
-  const payments = createPayments(ctx, ledger, providers, opts);
-  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs });
+  const events = createMoneyEvents(ctx.log);
+  const payments = createPayments(ctx, ledger, providers, opts, events);
+  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs }, events);
   const notifications = createNotifications(ctx, providers, payments, refunds);
   const adjustments = createAdjustments(ledger);
   return {
@@ -143,6 +145,9 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
      * the notification connection reconnected (any wallet may have changed). Resolves once listening.
      */
     onBalanceChange: (listener: (userId: string) => void, resync?: () => void): Promise<void> => signal.listen(listener, resync),
+
+    /** listener(event) runs in this process after a payment it settled became paid or a refund succeeded (committed). */
+    onMoneyEvent: (listener: (event: MoneyEvent) => void) => events.subscribe(listener),
   };
 }
 

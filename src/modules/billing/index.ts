@@ -1,3 +1,4 @@
 export { createBillingService, type BillingService, type CreditInput, type DebitUsageInput } from './billing.service';
 export { billingRoutes, PROVIDER_BODY_PATHS } from './billing.routes';
 export type { Grant, GrantAnswer, GrantRequest } from './grants';
+export type { MoneyEvent } from './events';

@@ -14,6 +14,7 @@ import { newId } from '../../platform/ids';
 import { HotCounter } from '../../platform/metrics/hot';
 import { payments } from './billing.tables';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
+import type { MoneyEvents } from './events';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import type { PaymentProvider, ProviderReport } from './providers';
@@ -38,7 +39,7 @@ export interface CreatePaymentInput {
   currency: string;
 }
 
-export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<PaymentProviderId, PaymentProvider>, opts: PaymentsOptions = {}) {
+export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<PaymentProviderId, PaymentProvider>, opts: PaymentsOptions = {}, events?: MoneyEvents) {
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
@@ -303,8 +304,10 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
       moved = report.status;
       return next!;
     });
-    // Counted after the commit, so a rolled-back settlement is not.
+    // Counted (and told) after the commit, so a rolled-back settlement is not.
     if (moved) counted(providerId, moved);
+    if (moved === 'paid')
+      events?.emit({ kind: 'payment_paid', userId: settled.userId, paymentId: settled.id, amountMicros: settled.amountMicros, currency: settled.currency });
     return settled;
   }
 

@@ -18,6 +18,7 @@ import { newId } from '../../platform/ids';
 import { exactMajorToMicros } from '../../platform/money';
 import { checkReason } from './adjustments';
 import { paymentRefunds, payments } from './billing.tables';
+import type { MoneyEvents } from './events';
 import type { Ledger } from './ledger';
 import { toMajor } from './money';
 import type { Payment, Payments } from './payments.service';
@@ -39,8 +40,11 @@ export interface RefundsOptions {
   retryEveryMs?: number;
 }
 
-/** Money a transaction moved for refunds: [provider, kind, out of the wallet or back in], counted once it commits. */
-type MoneyMoves = Array<[provider: string, kind: string, way: 'out' | 'back']>;
+/**
+ * Money a transaction moved for refunds: [provider, kind, out of the wallet or back in], counted
+ * once it commits; and refunds it saw succeed, told (MoneyEvents) once it commits.
+ */
+type MoneyMoves = Array<[provider: string, kind: string, way: 'out' | 'back'] | [provider: string, kind: string, way: 'succeeded', refund: PaymentRefund, payment: Payment]>;
 
 /** Statuses whose money is out of the wallet (held back from the payment). */
 const HOLDS: readonly RefundStatus[] = ['pending', 'succeeded', 'open', 'lost'];
@@ -61,6 +65,7 @@ export function createRefunds(
   providers: Map<PaymentProviderId, PaymentProvider>,
   paymentsService: Payments,
   opts: RefundsOptions = {},
+  events?: MoneyEvents,
 ) {
   const { db } = ctx.database;
   const { config, log } = ctx;
@@ -216,6 +221,7 @@ export function createRefunds(
       })
       .where(eq(paymentRefunds.id, r.id));
     if (moves && HOLDS.includes(r.status as RefundStatus) && !HOLDS.includes(next)) await moneyBack(tx, p, r, moved);
+    if (moves && next === 'succeeded') moved.push([p.provider, r.kind, 'succeeded', r, p]);
     if (moves) log.debug({ payment_id: p.id, refund_id: r.id, from: r.status, to: next }, 'refund moved');
   }
 
@@ -298,6 +304,7 @@ export function createRefunds(
     if (p.refundedAmountMicros + report.amountMicros > p.amountMicros)
       log.error({ payment_id: p.id, refund_id: row!.id }, 'the provider refunded more than the payment: applied as reported');
     await moneyOut(tx, p, row!, moved);
+    if (report.status === 'succeeded') moved.push([p.provider, row!.kind, 'succeeded', row!, p]);
     log.info({ payment_id: p.id, refund_id: row!.id, kind: report.kind, status: report.status }, 'refund started at the provider applied');
   }
 
@@ -343,8 +350,15 @@ export function createRefunds(
    * came back (refund_failed, dispute_won), counted after their transaction committed.
    */
   function count(moved: MoneyMoves) {
-    for (const [provider, kind, way] of moved)
+    for (const m of moved) {
+      const [provider, kind, way] = m;
+      if (m[2] === 'succeeded') {
+        const [, , , r, p] = m;
+        if (kind === 'refund') events?.emit({ kind: 'refund_succeeded', userId: r.userId, paymentId: p.id, refundId: r.id, amountMicros: r.amountMicros, currency: p.currency });
+        continue;
+      }
       paymentsService.count(provider, way === 'out' ? (kind === 'dispute' ? 'disputed' : 'refunded') : kind === 'dispute' ? 'dispute_won' : 'refund_failed');
+    }
   }
 
   const reloadPayment = async (id: string) => (await db.select().from(payments).where(eq(payments.id, id)))[0];

@@ -4,6 +4,7 @@ import { ApiError, api } from '../api';
 import { useMe } from '../me';
 import { formatTime, t } from '../locale';
 import { Field, Page, Show, Status, errorText, useGet } from '../ui';
+import { EmailStatus, NotificationSettings } from './mail';
 
 export function Account() {
   const me = useMe();
@@ -13,7 +14,9 @@ export function Account() {
         {me.email}
         {me.phone ? ` · ${me.phone}` : ''}
       </p>
+      <EmailStatus me={me} />
       <PasswordChange />
+      <NotificationSettings />
       <TwoFactor enabled={me.two_factor_enabled} />
       <Sessions />
     </Page>

@@ -2,7 +2,8 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { t } from '../locale';
-import { Field, LanguageSwitch, Page, errorText } from '../ui';
+import { Field, LanguageSwitch, Page, Status, errorText } from '../ui';
+import { ForgotLink } from './mail';
 
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {
@@ -73,6 +74,7 @@ export function Login() {
             </button>
           </form>
         )}
+        <ForgotLink />
         <p>
           <a href="/signup">{t('login.toSignup')}</a>
         </p>
@@ -84,6 +86,8 @@ export function Login() {
 export function Signup() {
   const [errors, setErrors] = useState<{ email?: string; password?: string }>({});
   const [busy, setBusy] = useState(false);
+  // EMAIL_VERIFICATION=required: 202 and no session; the link comes by mail (pages/mail.tsx).
+  const [mailedTo, setMailedTo] = useState<string | null>(null);
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -98,8 +102,9 @@ export function Signup() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      await api('POST', '/api/auth/register', { email, password });
-      afterSignIn();
+      const answer = await api<{ token?: string }>('POST', '/api/auth/register', { email, password });
+      if (answer.token) afterSignIn();
+      else setMailedTo(email);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409) setErrors({ email: t('signup.taken') });
       else setErrors({ password: errorText(err) });
@@ -112,7 +117,8 @@ export function Signup() {
     <main id="main" class="narrow">
       <LanguageSwitch />
       <Page title={t('signup.title')}>
-        <form onSubmit={submit} noValidate>
+        {mailedTo && <Status>{t('mail.signup.checkMail', { email: mailedTo })}</Status>}
+        <form onSubmit={submit} noValidate hidden={mailedTo !== null}>
           <Field label={t('email')} name="email" type="email" autocomplete="email" error={errors.email} />
           <Field
             label={t('password')}

@@ -1,0 +1,155 @@
+/**
+ * Mails about the account's money: payment received, refund, low balance. Billing announces what
+ * happened (a committed payment or refund, a wallet that changed); this module mails the owner.
+ *
+ * Low balance: the owner picks a threshold (off by default). Wallet changes arrive through
+ * billing's cross-process signal; they are gathered for a moment and checked in one query for
+ * the accounts among them that have a threshold (nearly always none), so the gateway's debits
+ * pay nothing for it. One mail per crossing: low_balance_notified_at is set by a conditional
+ * UPDATE (of replicas checking the same change, one wins) and cleared once the balance is at or
+ * above the threshold again.
+ */
+import { and, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
+import type { AppContext } from '../../app-context';
+import { AppError } from '../../platform/errors';
+import type { Language } from '../../platform/http/language';
+import { exactMajorToMicros, toMajor } from '../../platform/money';
+import type { MoneyEvent } from '../billing';
+import type { EmailAccounts } from './accounts.email';
+import { users } from './accounts.tables';
+
+/** What the accounts module needs of the wallets (billing's service provides it). */
+export interface WalletFeed {
+  balances(userIds: string[]): Promise<Map<string, bigint>>;
+  onBalanceChange(listener: (userId: string) => void): Promise<void>;
+  onMoneyEvent(listener: (event: MoneyEvent) => void): void;
+}
+
+/** Wallet changes are checked this long after the first of a batch arrives. */
+const GATHER_MS = 200;
+const CHUNK = 1000;
+
+export function createAccountNotifications(ctx: AppContext, email: EmailAccounts, mailEnabled: boolean) {
+  const { db } = ctx.database;
+  const { log, config } = ctx;
+  const changed = new Set<string>();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let checking: Promise<void> = Promise.resolve();
+  let feed: WalletFeed | null = null;
+
+  const money = (micros: bigint, currency: string, locale: string) =>
+    new Intl.NumberFormat(locale, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(toMajor(micros));
+
+  async function recipient(userId: string) {
+    const [row] = await db.select({ id: users.id, email: users.email, locale: users.locale }).from(users).where(eq(users.id, userId)).limit(1);
+    return row ?? null;
+  }
+
+  async function paymentPaid(userId: string, paymentId: string, amountMicros: bigint, currency: string) {
+    const user = await recipient(userId);
+    if (!user) return;
+    const invoice = config.site === 'cn';
+    email.mail(user, {
+      kind: 'payment_received',
+      amount: money(amountMicros, currency, email.localeOf(user)),
+      paymentId,
+      document: invoice ? 'invoice' : 'receipt',
+      link: invoice ? email.link('/console/invoices') : email.link(`/api/billing/receipts/${paymentId}/download`),
+    });
+  }
+
+  async function refunded(userId: string, paymentId: string, amountMicros: bigint, currency: string) {
+    const user = await recipient(userId);
+    if (user) email.mail(user, { kind: 'refund', amount: money(amountMicros, currency, email.localeOf(user)), paymentId });
+  }
+
+  async function checkLowBalances(userIds: string[]) {
+    for (let i = 0; i < userIds.length; i += CHUNK) {
+      const watched = await db
+        .select({ id: users.id, email: users.email, locale: users.locale, threshold: users.lowBalanceMicros, notifiedAt: users.lowBalanceNotifiedAt })
+        .from(users)
+        .where(and(inArray(users.id, userIds.slice(i, i + CHUNK)), isNotNull(users.lowBalanceMicros)));
+      if (!watched.length || !feed) continue;
+      const balances = await feed.balances(watched.map((w) => w.id));
+      for (const w of watched) {
+        const balance = balances.get(w.id) ?? 0n;
+        const threshold = w.threshold!;
+        if (balance < threshold && !w.notifiedAt) {
+          const [won] = await db
+            .update(users)
+            .set({ lowBalanceNotifiedAt: ctx.clock.now() })
+            .where(and(eq(users.id, w.id), eq(users.lowBalanceMicros, threshold), isNull(users.lowBalanceNotifiedAt)))
+            .returning({ id: users.id });
+          const locale = email.localeOf(w);
+          if (won) email.mail(w, { kind: 'low_balance', balance: money(balance, config.currency, locale), threshold: money(threshold, config.currency, locale), link: email.link('/console') });
+        } else if (balance >= threshold && w.notifiedAt) {
+          await db.update(users).set({ lowBalanceNotifiedAt: null }).where(and(eq(users.id, w.id), eq(users.lowBalanceMicros, threshold)));
+        }
+      }
+    }
+  }
+
+  function gathered() {
+    timer = null;
+    const ids = [...changed];
+    changed.clear();
+    checking = checking.then(() => checkLowBalances(ids)).catch((err) => log.warn({ err }, 'low balance check failed'));
+  }
+
+  /** GET /api/auth/notifications */
+  async function settings(userId: string) {
+    const [row] = await db.select({ threshold: users.lowBalanceMicros, locale: users.locale }).from(users).where(eq(users.id, userId)).limit(1);
+    if (!row) throw new AppError('unauthorized', 'account not found');
+    return { low_balance: row.threshold === null ? null : toMajor(row.threshold), currency: config.currency, language: email.localeOf(row) };
+  }
+
+  ctx.onShutdown(async () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    await checking;
+  });
+
+  return {
+    /** Starts listening to billing (no-op without mail); resolves once wallet changes are heard. */
+    async watch(wallets: WalletFeed) {
+      if (!mailEnabled) return;
+      feed = wallets;
+      wallets.onMoneyEvent((event) => {
+        const sent =
+          event.kind === 'payment_paid'
+            ? paymentPaid(event.userId, event.paymentId, event.amountMicros, event.currency)
+            : refunded(event.userId, event.paymentId, event.amountMicros, event.currency);
+        sent.catch((err) => log.warn({ err, event: event.kind }, 'money mail not sent'));
+      });
+      await wallets.onBalanceChange((userId) => {
+        changed.add(userId);
+        timer ??= setTimeout(gathered, GATHER_MS);
+      });
+    },
+
+    settings,
+
+    /**
+     * PUT /api/auth/notifications {low_balance?: number | null, language?: 'en' | 'zh-CN'}: what is
+     * named changes; a new threshold starts a new crossing.
+     */
+    async update(userId: string, input: { low_balance?: number | null; language?: Language }) {
+      if (input.low_balance === undefined && input.language === undefined) throw new AppError('invalid', 'name low_balance, language or both');
+      const change: Partial<typeof users.$inferInsert> = {};
+      if (input.low_balance !== undefined) {
+        let threshold: bigint | null = null;
+        if (input.low_balance !== null) {
+          threshold = exactMajorToMicros(input.low_balance);
+          if (threshold === null || threshold <= 0n) throw new AppError('invalid', 'low_balance must be a positive amount with at most 6 decimals, or null to turn it off');
+        }
+        if (threshold !== null && !mailEnabled) throw new AppError('conflict', 'this site sends no mail: low balance mails are not available');
+        Object.assign(change, { lowBalanceMicros: threshold, lowBalanceNotifiedAt: null });
+      }
+      if (input.language !== undefined) change.locale = input.language;
+      await db.update(users).set(change).where(eq(users.id, userId));
+      return settings(userId);
+    },
+  };
+}
+
+export type AccountNotifications = ReturnType<typeof createAccountNotifications>;
