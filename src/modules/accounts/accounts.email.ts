@@ -31,7 +31,8 @@ interface Asker {
 }
 
 type Purpose = 'verify_email' | 'reset_password';
-type Recipient = { id: string; email: string; locale: string | null };
+/** An account to mail; one made by a phone code may have no address, and is then not mailed. */
+type Recipient = { id: string; email: string | null; locale: string | null };
 
 export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
   const { db } = ctx.database;
@@ -46,6 +47,7 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
   const localeOf = (user: { locale: string | null }): Language => (user.locale === 'zh-CN' || user.locale === 'en' ? user.locale : config.site === 'cn' ? 'zh-CN' : 'en');
 
   function mail(user: Recipient, content: MailContent) {
+    if (!user.email) return;
     const rendered = renderMail(content, localeOf(user), siteName);
     mailer.deliver({ ...rendered, to: user.email, kind: content.kind, userId: user.id });
   }
@@ -59,7 +61,7 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     return row ?? null;
   }
 
-  async function issueToken(on: DbOrTx, user: Recipient, purpose: Purpose, ttlMs: number): Promise<string> {
+  async function issueToken(on: DbOrTx, user: { id: string; email: string }, purpose: Purpose, ttlMs: number): Promise<string> {
     const token = randomBytes(32).toString('base64url');
     const now = ctx.clock.now();
     await on.insert(accountTokens).values({
@@ -103,7 +105,8 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
   const perAddress = (asker: Asker, max: number): SendLimit => ({ subject: `ip:${asker.address ?? 'unknown'}`, max, windowMs: HOUR });
 
   async function mailVerification(user: Recipient) {
-    const token = await issueToken(db, user, 'verify_email', VERIFY_TTL_MS);
+    if (!user.email) return;
+    const token = await issueToken(db, { id: user.id, email: user.email }, 'verify_email', VERIFY_TTL_MS);
     mail(user, { kind: 'verify_email', link: link('/verify-email', token) });
   }
 
@@ -130,9 +133,10 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
 
     /** After a registration: the verification mail (skipped over the per-address limit; registration has its own). */
     async registered(user: Recipient) {
-      if (!verificationOn) return;
+      if (!verificationOn || !user.email) return;
+      const address = user.email;
       await quietly('verify_email', user.id, async () => {
-        if (await reserveQuietly('verify_email', [perEmail(user.email, 5)])) await mailVerification(user);
+        if (await reserveQuietly('verify_email', [perEmail(address, 5)])) await mailVerification(user);
       });
     },
 
@@ -145,7 +149,7 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
         .limit(1);
       if (!user) return false;
       await quietly('registration_attempt', user.id, async () => {
-        if (await reserveQuietly('registration_attempt', [perEmail(user.email, 3)])) mail(user, { kind: 'registration_attempt', link: link('/login') });
+        if (await reserveQuietly('registration_attempt', [perEmail(email, 3)])) mail(user, { kind: 'registration_attempt', link: link('/login') });
       });
       return true;
     },
@@ -156,6 +160,7 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
       const user = await recipient(userId);
       if (!user) throw new AppError('unauthorized', 'account not found');
       if (user.emailVerifiedAt) throw new AppError('conflict', 'your email is already verified');
+      if (!user.email) throw new AppError('conflict', 'your account has no email address');
       await reserve('verify_email', [perEmail(user.email, 5), perAddress(asker, 20)]);
       await mailVerification(user);
     },
@@ -169,8 +174,8 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
           .update(users)
           .set({ emailVerifiedAt: sql`coalesce(${users.emailVerifiedAt}, ${ctx.clock.now().toISOString()}::timestamptz)` })
           .where(and(eq(users.id, claimed.userId), sql`lower(${users.email}) = lower(${claimed.email})`))
-          .returning({ email: users.email });
-        return user ?? null;
+          .returning({ id: users.id });
+        return user ? { email: claimed.email } : null;
       });
       if (!done) throw new AppError('invalid', 'this link is invalid, used or expired; ask for a new one');
       return { email: done.email, email_verified: true as const };
@@ -190,8 +195,8 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
           .from(users)
           .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
           .limit(1);
-        if (!user || user.disabled) return;
-        const token = await issueToken(db, user, 'reset_password', RESET_TTL_MS);
+        if (!user?.email || user.disabled) return;
+        const token = await issueToken(db, { id: user.id, email: user.email }, 'reset_password', RESET_TTL_MS);
         mail(user, { kind: 'reset_password', link: link('/reset-password', token) });
       });
     },

@@ -157,7 +157,7 @@ export function VerifyEmailNotice({ me }: { me: Pick<Me, 'email' | 'email_verifi
   const [sent, setSent] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const mode = site.data?.features.email ? site.data.features.email_verification : 'off';
-  if (me.email_verified || mode === 'off') return null;
+  if (me.email_verified || mode === 'off' || !me.email) return null;
   async function resend() {
     try {
       await api('POST', '/api/auth/email/verify/send');
