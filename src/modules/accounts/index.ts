@@ -4,3 +4,5 @@ export { loadPasswordHashing } from './accounts.passwords';
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';
 export { accountsRoutes } from './accounts.routes';
+export { createPhoneCodes } from './accounts.phone';
+export { phoneRoutes } from './accounts.phone.routes';
