@@ -84,7 +84,7 @@ describe('phone codes (SMS_PROVIDER=log)', () => {
     const answers = await Promise.all([login(phone, code), login(phone, code), login(phone, code)]);
     expect(answers.map((a) => a.status).sort()).toEqual([201, 401, 401]);
     expect((await login(phone, code)).status).toBe(401);
-    const [{ n }] = await t.testDb.database.query<{ n: number }>(sql`select count(*)::int as n from users where phone = ${phone}`);
+    const [{ n }] = (await t.testDb.database.query<{ n: number }>(sql`select count(*)::int as n from users where phone = ${phone}`)) as [{ n: number }];
     expect(n).toBe(1);
   });
 
@@ -114,10 +114,8 @@ describe('phone codes (SMS_PROVIDER=log)', () => {
     const guesses = Array.from({ length: 20 }, (_, i) => String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0'));
     await Promise.all(guesses.map((g) => login(phone, g)));
     expect((await login(phone, code)).status).toBe(401);
-    const [{ failed_attempts }] = await t.testDb.database.query<{ failed_attempts: number }>(
-      sql`select failed_attempts from phone_codes where phone = ${phone}`,
-    );
-    expect(failed_attempts).toBe(5);
+    const [row] = await t.testDb.database.query<{ failed_attempts: number }>(sql`select failed_attempts from phone_codes where phone = ${phone}`);
+    expect(row?.failed_attempts).toBe(5);
   });
 
   test('a code expires after 5 minutes', async () => {
