@@ -1,6 +1,6 @@
 /**
  * Aliyun SMS (Dysmsapi) SendSms, RPC style, signed as Alibaba Cloud documents its RPC signature
- * (https://help.aliyun.com/document_detail/315526.html, "签名机制"): the parameters sorted by name,
+ * ("Signature mechanism" / 签名机制 of RPC APIs, help.aliyun.com): the parameters sorted by name,
  * each name and value percent-encoded (only A-Z a-z 0-9 - _ . ~ stay literal), joined with & and =;
  * StringToSign = METHOD & percentEncode("/") & percentEncode(that query); Signature =
  * Base64(HMAC-SHA1(AccessKeySecret + "&", StringToSign)). Written against the HTTP API: the official

@@ -1,6 +1,6 @@
 /**
  * Tencent Cloud SMS SendSms (API 3.0, version 2021-01-11), signed with TC3-HMAC-SHA256 as Tencent
- * Cloud documents it ("Signature v3", https://cloud.tencent.com/document/api/382/52072):
+ * Cloud documents it (API 3.0 "Signature v3" / 签名方法 v3):
  * CanonicalRequest = POST\n/\n\ncontent-type:…\nhost:…\n\ncontent-type;host\nhex(sha256(body));
  * StringToSign = TC3-HMAC-SHA256\nTimestamp\nDate/sms/tc3_request\nhex(sha256(CanonicalRequest));
  * the key is derived HMAC-SHA256("TC3" + SecretKey, Date) → service → "tc3_request".
