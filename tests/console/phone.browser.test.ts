@@ -59,7 +59,10 @@ describe('phone codes in the China site’s console', () => {
   });
 
   test('signs in on /login with a phone code, for an account made with a bare mainland number', async () => {
-    expect((await site.run(['users', 'create', '--email', 'phone-owner@example.com', '--password', 'owner-password', '--phone', '13900139000'])).code).toBe(0);
+    expect(
+      (await site.run(['users', 'create', '--email', 'phone-owner@example.com', '--password', 'owner-password', '--phone', '13900139000']))
+        .code,
+    ).toBe(0);
     const { page, problems } = await openPage(browser, site.url, { locale: 'zh-CN' });
     await page.goto(`${site.url}/login`);
     await sendCode(page, '13900139000', '+8613900139000');
@@ -71,7 +74,10 @@ describe('phone codes in the China site’s console', () => {
   });
 
   test('resets a password by phone code from /login, then signs in with it', async () => {
-    expect((await site.run(['users', 'create', '--email', 'forgetful@example.com', '--password', 'old-password', '--phone', '+8613700137000'])).code).toBe(0);
+    expect(
+      (await site.run(['users', 'create', '--email', 'forgetful@example.com', '--password', 'old-password', '--phone', '+8613700137000']))
+        .code,
+    ).toBe(0);
     const { page, problems } = await openPage(browser, site.url, { locale: 'zh-CN' });
     await page.goto(`${site.url}/login`);
     await page.getByRole('button', { name: '使用邮箱或手机号和密码登录' }).click();

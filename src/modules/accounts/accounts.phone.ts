@@ -98,16 +98,14 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
       await tx
         .delete(phoneCodes)
         .where(and(eq(phoneCodes.phone, phone), or(eq(phoneCodes.purpose, input.purpose), lt(phoneCodes.expiresAt, now))));
-      await tx
-        .insert(phoneCodes)
-        .values({
-          id,
-          phone,
-          purpose: input.purpose,
-          codeHash: codeHash(input.purpose, phone, code),
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + CODE_TTL_MS),
-        });
+      await tx.insert(phoneCodes).values({
+        id,
+        phone,
+        purpose: input.purpose,
+        codeHash: codeHash(input.purpose, phone, code),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + CODE_TTL_MS),
+      });
     });
     try {
       await sms.send(phone, code);

@@ -11,7 +11,11 @@ import { waitFor } from '../../support/wait';
 import { startFakeAliyunSms } from './fakes/aliyun-sms';
 
 async function call(server: RunningBinary, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }

@@ -126,7 +126,11 @@ describe('SMS_PROVIDER=aliyun against a fake Dysmsapi', () => {
     const phone = '+8613700000001';
     expect((await t.request('POST', '/api/auth/phone/code', { body: { phone, purpose: 'register' } })).status).toBe(202);
     const message = fake.messages.at(-1)!;
-    expect(message).toMatchObject({ phoneNumbers: '13700000001', signName: fake.account.signName, templateCode: fake.account.templateCode });
+    expect(message).toMatchObject({
+      phoneNumbers: '13700000001',
+      signName: fake.account.signName,
+      templateCode: fake.account.templateCode,
+    });
     expect(message.templateParam).toEqual({ code: expect.stringMatching(/^\d{6}$/) });
     const res = await t.request('POST', '/api/auth/phone/login', { body: { phone, code: message.templateParam.code } });
     expect(res.status).toBe(201);
@@ -163,7 +167,9 @@ describe('SMS_PROVIDER=aliyun against a fake Dysmsapi', () => {
   test('a Chinese sign name the account does not have is refused by the provider, not by us', async () => {
     const other = await createTestApp('postgres', fake.env({ ALIYUN_SMS_SIGN_NAME: '别的签名' }), { testDb: db });
     try {
-      expect((await other.request('POST', '/api/auth/phone/code', { body: { phone: '+8613700000004', purpose: 'register' } })).status).toBe(502);
+      expect((await other.request('POST', '/api/auth/phone/code', { body: { phone: '+8613700000004', purpose: 'register' } })).status).toBe(
+        502,
+      );
       expect(other.logs.some((l) => l.includes('isv.SMS_SIGNATURE_ILLEGAL'))).toBe(true);
     } finally {
       await other.close();
@@ -240,7 +246,9 @@ describe('SMS_PROVIDER=tencent against a fake SMS API 3.0', () => {
   test('a template the account does not have: Response.Error is read, 502', async () => {
     const other = await createTestApp('postgres', fake.env({ TENCENT_SMS_TEMPLATE_ID: '1' }), { testDb: db });
     try {
-      expect((await other.request('POST', '/api/auth/phone/code', { body: { phone: '+8613600000004', purpose: 'register' } })).status).toBe(502);
+      expect((await other.request('POST', '/api/auth/phone/code', { body: { phone: '+8613600000004', purpose: 'register' } })).status).toBe(
+        502,
+      );
       expect(fake.rejected.at(-1)).toBe('FailedOperation.TemplateIncorrectOrUnapproved');
     } finally {
       await other.close();

@@ -51,7 +51,9 @@ describe('SMS send throttles across two replicas on one database', () => {
   });
 
   test('20 an hour per address: 30 numbers at once from one address over both replicas, exactly 20 sent', async () => {
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => send(i % 2 ? a : b, `+86135100000${String(i).padStart(2, '0')}`, '203.0.113.9')));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => send(i % 2 ? a : b, `+86135100000${String(i).padStart(2, '0')}`, '203.0.113.9')),
+    );
     expect(answers.filter((r) => r.status === 202)).toHaveLength(20);
     expect(answers.filter((r) => r.status === 429)).toHaveLength(10);
     // Another address is not affected.

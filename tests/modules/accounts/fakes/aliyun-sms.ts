@@ -36,7 +36,9 @@ export function documentedSignature(method: string, params: Record<string, strin
   return createHmac('sha1', `${secret}&`).update(stringToSign, 'utf8').digest('base64');
 }
 
-export function startFakeAliyunSms(opts: { accessKeyId?: string; accessKeySecret?: string; signName?: string; templateCode?: string } = {}) {
+export function startFakeAliyunSms(
+  opts: { accessKeyId?: string; accessKeySecret?: string; signName?: string; templateCode?: string } = {},
+) {
   const account = {
     accessKeyId: opts.accessKeyId ?? 'LTAI5tFakeAccessKeyId',
     accessKeySecret: opts.accessKeySecret ?? 'fake-aliyun-access-key-secret',
@@ -51,7 +53,16 @@ export function startFakeAliyunSms(opts: { accessKeyId?: string; accessKeySecret
 
   const error = (status: number, code: string, message: string) => {
     rejected.push(code);
-    return Response.json({ RequestId: randomUUID(), HostId: 'dysmsapi.aliyuncs.com', Code: code, Message: message, Recommend: `https://api.aliyun.com/troubleshoot?q=${code}` }, { status });
+    return Response.json(
+      {
+        RequestId: randomUUID(),
+        HostId: 'dysmsapi.aliyuncs.com',
+        Code: code,
+        Message: message,
+        Recommend: `https://api.aliyun.com/troubleshoot?q=${code}`,
+      },
+      { status },
+    );
   };
 
   const server = Bun.serve({
@@ -63,14 +74,19 @@ export function startFakeAliyunSms(opts: { accessKeyId?: string; accessKeySecret
       if (req.method === 'POST') Object.assign(params, Object.fromEntries(new URLSearchParams(await req.text())));
       if (params.SignatureMethod !== 'HMAC-SHA1' || params.SignatureVersion !== '1.0')
         return error(400, 'InvalidSignatureMethod', 'Specified signature method is not supported.');
-      if (params.AccessKeyId !== account.accessKeyId) return error(404, 'InvalidAccessKeyId.NotFound', 'Specified access key is not found.');
-      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(params.Timestamp ?? '')) return error(400, 'InvalidTimeStamp.Format', 'Specified time stamp or date value is not well formatted.');
-      if (Math.abs(Date.parse(params.Timestamp!) - Date.now()) > 15 * 60_000) return error(400, 'InvalidTimeStamp.Expired', 'Specified time stamp or date value is expired.');
+      if (params.AccessKeyId !== account.accessKeyId)
+        return error(404, 'InvalidAccessKeyId.NotFound', 'Specified access key is not found.');
+      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(params.Timestamp ?? ''))
+        return error(400, 'InvalidTimeStamp.Format', 'Specified time stamp or date value is not well formatted.');
+      if (Math.abs(Date.parse(params.Timestamp!) - Date.now()) > 15 * 60_000)
+        return error(400, 'InvalidTimeStamp.Expired', 'Specified time stamp or date value is expired.');
       if (params.Signature !== documentedSignature(req.method, params, account.accessKeySecret))
         return error(400, 'SignatureDoesNotMatch', 'Specified signature is not matched with our calculation.');
-      if (!params.SignatureNonce || nonces.has(params.SignatureNonce)) return error(400, 'SignatureNonceUsed', 'Specified signature nonce was used already.');
+      if (!params.SignatureNonce || nonces.has(params.SignatureNonce))
+        return error(400, 'SignatureNonceUsed', 'Specified signature nonce was used already.');
       nonces.add(params.SignatureNonce);
-      if (params.Action !== 'SendSms' || params.Version !== '2017-05-25') return error(404, 'InvalidAction.NotFound', 'Specified api is not found, please check your url and method.');
+      if (params.Action !== 'SendSms' || params.Version !== '2017-05-25')
+        return error(404, 'InvalidAction.NotFound', 'Specified api is not found, please check your url and method.');
 
       const ok = (body: Record<string, unknown>) => Response.json({ RequestId: randomUUID(), ...body });
       if (params.SignName !== account.signName) return ok({ Code: 'isv.SMS_SIGNATURE_ILLEGAL', Message: '该账号下找不到对应签名' });
@@ -81,7 +97,12 @@ export function startFakeAliyunSms(opts: { accessKeyId?: string; accessKeySecret
         behaviour.refuseNext = null;
         return ok({ Code: code, Message: '触发号码天级流控Permits:10' });
       }
-      messages.push({ phoneNumbers: params.PhoneNumbers!, signName: params.SignName!, templateCode: params.TemplateCode!, templateParam: JSON.parse(params.TemplateParam ?? '{}') });
+      messages.push({
+        phoneNumbers: params.PhoneNumbers!,
+        signName: params.SignName!,
+        templateCode: params.TemplateCode!,
+        templateParam: JSON.parse(params.TemplateParam ?? '{}'),
+      });
       return ok({ Code: 'OK', Message: 'OK', BizId: `${Date.now()}^0` });
     },
   });

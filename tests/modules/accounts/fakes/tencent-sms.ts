@@ -31,7 +31,9 @@ export function documentedTc3Signature(input: {
 }): string {
   const canonicalHeaders = input.signedHeaders.map((h) => `${h}:${(input.headers[h] ?? '').trim().toLowerCase()}\n`).join('');
   const canonicalRequest = ['POST', '/', '', canonicalHeaders, input.signedHeaders.join(';'), sha256(input.body)].join('\n');
-  const stringToSign = ['TC3-HMAC-SHA256', input.timestamp, `${input.date}/${input.service}/tc3_request`, sha256(canonicalRequest)].join('\n');
+  const stringToSign = ['TC3-HMAC-SHA256', input.timestamp, `${input.date}/${input.service}/tc3_request`, sha256(canonicalRequest)].join(
+    '\n',
+  );
   const key = hmac(hmac(hmac(`TC3${input.secretKey}`, input.date), input.service), 'tc3_request');
   return createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
 }
@@ -63,33 +65,53 @@ export function startFakeTencentSms(opts: { secretId?: string; secretKey?: strin
       req.headers.forEach((value, name) => {
         headers[name.toLowerCase()] = value;
       });
-      const auth = /^TC3-HMAC-SHA256 Credential=([^/]+)\/(\d{4}-\d\d-\d\d)\/([a-z]+)\/tc3_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(
-        headers.authorization ?? '',
-      );
+      const auth =
+        /^TC3-HMAC-SHA256 Credential=([^/]+)\/(\d{4}-\d\d-\d\d)\/([a-z]+)\/tc3_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(
+          headers.authorization ?? '',
+        );
       if (!auth) return error('AuthFailure.InvalidAuthorization', 'Credential should contain SecretId, Date, Service and tc3_request.');
       const [, secretId, date, service, signedHeaderList, signature] = auth;
-      if (secretId !== account.secretId) return error('AuthFailure.SecretIdNotFound', 'The SecretId is not found, please ensure that your SecretId is correct.');
+      if (secretId !== account.secretId)
+        return error('AuthFailure.SecretIdNotFound', 'The SecretId is not found, please ensure that your SecretId is correct.');
       const timestamp = headers['x-tc-timestamp'] ?? '';
       if (!/^\d+$/.test(timestamp) || Math.abs(Number(timestamp) * 1000 - Date.now()) > 5 * 60_000)
         return error('AuthFailure.SignatureExpire', 'Signature expired. Timestamp and server time cannot differ by more than 5 minutes.');
       const signedHeaders = signedHeaderList!.split(';');
-      if (!signedHeaders.includes('content-type') || !signedHeaders.includes('host') || date !== new Date(Number(timestamp) * 1000).toISOString().slice(0, 10) || service !== 'sms')
-        return error('AuthFailure.SignatureFailure', 'The provided credentials could not be validated. Please check your signature is correct.');
-      if (signature !== documentedTc3Signature({ secretKey: account.secretKey, headers, signedHeaders, body, timestamp, date: date!, service: service! }))
-        return error('AuthFailure.SignatureFailure', 'The provided credentials could not be validated. Please check your signature is correct.');
+      if (
+        !signedHeaders.includes('content-type') ||
+        !signedHeaders.includes('host') ||
+        date !== new Date(Number(timestamp) * 1000).toISOString().slice(0, 10) ||
+        service !== 'sms'
+      )
+        return error(
+          'AuthFailure.SignatureFailure',
+          'The provided credentials could not be validated. Please check your signature is correct.',
+        );
+      if (
+        signature !==
+        documentedTc3Signature({ secretKey: account.secretKey, headers, signedHeaders, body, timestamp, date: date!, service: service! })
+      )
+        return error(
+          'AuthFailure.SignatureFailure',
+          'The provided credentials could not be validated. Please check your signature is correct.',
+        );
       if (headers['x-tc-action'] !== 'SendSms' || headers['x-tc-version'] !== '2021-01-11')
         return error('InvalidAction', 'The action requested does not exist or the version is wrong.');
       if (!headers['x-tc-region']) return error('MissingParameter', 'The request is missing a required parameter `Region`.');
 
       const p = JSON.parse(body);
       if (p.SmsSdkAppId !== account.sdkAppId) return error('FailedOperation.SmsSdkAppIdVerifyFail', 'SmsSdkAppId verification failed.');
-      if (p.SignName !== account.signName) return error('FailedOperation.SignatureIncorrectOrUnapproved', 'signature format is incorrect or signature is not approved.');
-      if (p.TemplateId !== account.templateId) return error('FailedOperation.TemplateIncorrectOrUnapproved', 'template format is incorrect or template is not approved.');
+      if (p.SignName !== account.signName)
+        return error('FailedOperation.SignatureIncorrectOrUnapproved', 'signature format is incorrect or signature is not approved.');
+      if (p.TemplateId !== account.templateId)
+        return error('FailedOperation.TemplateIncorrectOrUnapproved', 'template format is incorrect or template is not approved.');
       const phone = String(p.PhoneNumberSet?.[0] ?? '');
       const status = (code: string, message: string) =>
         Response.json({
           Response: {
-            SendStatusSet: [{ SerialNo: randomUUID(), PhoneNumber: phone, Fee: 1, SessionContext: '', Code: code, Message: message, IsoCode: 'CN' }],
+            SendStatusSet: [
+              { SerialNo: randomUUID(), PhoneNumber: phone, Fee: 1, SessionContext: '', Code: code, Message: message, IsoCode: 'CN' },
+            ],
             RequestId: randomUUID(),
           },
         });
@@ -99,7 +121,13 @@ export function startFakeTencentSms(opts: { secretId?: string; secretKey?: strin
         behaviour.refuseNext = null;
         return status(code, 'the number of sms messages sent from a single mobile number every day exceeds the upper limit');
       }
-      messages.push({ phoneNumberSet: p.PhoneNumberSet, signName: p.SignName, templateId: p.TemplateId, templateParamSet: p.TemplateParamSet, region: headers['x-tc-region']! });
+      messages.push({
+        phoneNumberSet: p.PhoneNumberSet,
+        signName: p.SignName,
+        templateId: p.TemplateId,
+        templateParamSet: p.TemplateParamSet,
+        region: headers['x-tc-region']!,
+      });
       return status('Ok', 'send success');
     },
   });
