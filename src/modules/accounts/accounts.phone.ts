@@ -59,9 +59,12 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
     return sender;
   }
 
-  /** The account of a number: its E.164 form, or on the China site the bare mainland form older accounts were given. */
+  /**
+   * The account of a number, under the spellings accounts made by a password sign-up or `cpd users
+   * create --phone` may have: E.164, without its +, and a mainland number without +86.
+   */
   async function findUser(phone: string) {
-    const forms = phone.startsWith('+86') ? [phone, phone.slice(3)] : [phone];
+    const forms = [phone, phone.slice(1), ...(phone.startsWith('+86') ? [phone.slice(3)] : [])];
     const [row] = await db.select().from(users).where(inArray(users.phone, forms)).limit(1);
     return row ?? null;
   }

@@ -150,9 +150,19 @@ for (const kind of DB_KINDS) {
 
     test('no enumeration: login and reset for an unknown number answer 202 and send nothing; register for a taken one signs its owner in', async () => {
       const unknown = newPhone();
+      const known = newPhone();
+      await makeUser(t, { phone: known });
       for (const purpose of ['login', 'reset']) {
-        expect(await sendCode(unknown, purpose)).toMatchObject({ status: 202, body: {} });
+        const [forUnknown, forKnown] = [await sendCode(unknown, purpose), await sendCode(known, purpose)];
+        // The same answer, byte for byte, whether the number has an account or not.
+        expect(forUnknown).toMatchObject({ status: 202, body: {} });
+        expect([forKnown.status, forKnown.text, forKnown.headers.get('content-type')]).toEqual([
+          forUnknown.status,
+          forUnknown.text,
+          forUnknown.headers.get('content-type'),
+        ]);
         expect(codeOf(unknown)).toBeUndefined();
+        expect(codeOf(known)).toMatch(/^\d{6}$/);
         clock.advance(MINUTE);
       }
       // The throttle counts a request that sent nothing as one that did.
@@ -179,6 +189,10 @@ for (const kind of DB_KINDS) {
       } finally {
         await cn.close();
       }
+      // An account whose number was stored with its country code but no +: found by its E.164 form.
+      const bare = await makeUser(t, { phone: '447700900123' });
+      await sendCode('+44 7700 900123', 'login');
+      expect((await login('+447700900123', codeOf('+447700900123')!)).body.user?.id).toBe(bare.id);
       // intl: a number without its country code is refused, and nothing is sent.
       expect(await sendCode('13912345678', 'login')).toMatchObject({
         status: 400,
@@ -290,6 +304,29 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+describe('wrong codes are throttled like failed logins', () => {
+  test('per number+address and per address, failures only: a stranger’s guesses do not hold back the owner’s own address', async () => {
+    const t = await createTestApp('postgres', { TRUST_PROXY: 'true', RATE_LIMITS: 'login=3/1m,login_address=5/1m' });
+    try {
+      const phone = '+8613300000001';
+      const from = (address: string) => ({ 'x-forwarded-for': address });
+      await t.request('POST', '/api/auth/phone/code', { body: { phone, purpose: 'register' }, headers: from('192.0.2.1') });
+      const code = loggedCode(t.logs, phone)!;
+      const guess = (address: string, c = '000000') =>
+        t.request('POST', '/api/auth/phone/login', { body: { phone, code: c === code ? '111111' : c }, headers: from(address) });
+      for (let i = 0; i < 3; i++) expect((await guess('198.51.100.66')).status).toBe(401);
+      const limited = await guess('198.51.100.66');
+      expect(limited).toMatchObject({ status: 429, body: { error: 'too many wrong codes; try again later' } });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      // The code is not dead yet (3 tries were spent on it), and the owner's address is not limited.
+      const owner = await t.request('POST', '/api/auth/phone/login', { body: { phone, code }, headers: from('192.0.2.1') });
+      expect(owner.status).toBe(201);
+    } finally {
+      await t.close();
+    }
+  });
+});
 
 describe('phone codes off', () => {
   test('without SMS the site says so and the routes answer 404', async () => {
