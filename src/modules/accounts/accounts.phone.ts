@@ -65,7 +65,8 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
    */
   async function findUser(phone: string) {
     const forms = [phone, phone.slice(1), ...(phone.startsWith('+86') ? [phone.slice(3)] : [])];
-    const [row] = await db.select().from(users).where(inArray(users.phone, forms)).limit(1);
+    // Two accounts under two spellings of one number: the E.164 one is the number's account.
+    const [row] = await db.select().from(users).where(inArray(users.phone, forms)).orderBy(sql`${users.phone} = ${phone} desc`).limit(1);
     return row ?? null;
   }
 
