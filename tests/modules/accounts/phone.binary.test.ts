@@ -56,6 +56,10 @@ describe('phone codes in the binary', () => {
     expect(res.headers.get('set-cookie')).toContain(`cpd_session=${res.body.token}`);
     const me = await fetch(`${logged.url}/api/auth/me`, { headers: { authorization: `Bearer ${res.body.token}` } });
     expect(await me.json()).toMatchObject({ email: null, phone });
+    // One code a minute per number holds across the two processes: the other one refuses it.
+    const again = await call(aliyun, '/api/auth/phone/code', { phone, purpose: 'login' });
+    expect(again.status).toBe(429);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
   test('SMS_PROVIDER=aliyun: a signed SendSms reaches the provider, and its code signs in on the other process', async () => {
