@@ -31,8 +31,10 @@ afterAll(async () => {
   await site?.stop();
 });
 
-async function logIn(page: Page, identifier: string, password: string, labels: { identifier: string; password: string; submit: string }) {
+/** On the China site /login opens on the phone code form: `usePassword` switches to the password one. */
+async function logIn(page: Page, identifier: string, password: string, labels: { usePassword: string; identifier: string; password: string; submit: string }) {
   await page.goto(`${site.url}/login`);
+  await page.getByRole('button', { name: labels.usePassword }).click();
   await page.getByLabel(labels.identifier).fill(identifier);
   await page.getByLabel(labels.password).fill(password);
   await page.getByRole('button', { name: labels.submit }).click();
@@ -45,6 +47,8 @@ describe('the China site', () => {
     await page.goto(`${site.url}/signup`);
     expect(await page.locator('html').getAttribute('lang')).toBe('zh-CN');
     await page.getByRole('heading', { name: '注册' }).waitFor();
+    // Phone first on the China site; this user signs up with an email.
+    await page.getByRole('button', { name: '使用邮箱和密码注册' }).click();
     await page.getByLabel('邮箱').fill(USER.email);
     await page.getByLabel('密码').fill(USER.password);
     await page.getByRole('button', { name: '创建账户' }).click();
@@ -98,7 +102,7 @@ describe('the China site', () => {
 
 describe('an operator', () => {
   test('whose browser prefers English sees the China site in English, with amounts in CNY', async () => {
-    await logIn(admin.page, ADMIN.email, ADMIN.password, { identifier: 'Email or phone', password: 'Password', submit: 'Log in' });
+    await logIn(admin.page, ADMIN.email, ADMIN.password, { usePassword: 'Sign in with email or phone and password', identifier: 'Email or phone', password: 'Password', submit: 'Log in' });
     await admin.page.getByRole('heading', { name: 'Wallet' }).waitFor();
     expect(await admin.page.getByTestId('balance').textContent()).toBe('¥0.00');
     expect(admin.problems).toEqual([]);

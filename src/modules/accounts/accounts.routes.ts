@@ -20,12 +20,8 @@ export interface AccountsRoutesDeps {
   keyPolicy: KeyPolicy;
 }
 
-export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRoutesDeps) => {
-  const meta = (request: Request, server: Server<unknown> | null): RequestMeta => ({
-    address: clientAddress(request, server, config.trustProxy),
-    userAgent: request.headers.get('user-agent'),
-  });
-  // The cookie lives as long as the session; Secure whenever the site is served over https.
+/** The cpd_session cookie every way of signing in sets: it lives as long as the session; Secure whenever the site is served over https. */
+export function sessionCookie(config: Pick<Config, 'publicUrl' | 'sessionTtlMs'>) {
   const cookieOptions = {
     httpOnly: true,
     sameSite: 'lax',
@@ -33,8 +29,18 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
     secure: config.publicUrl.startsWith('https:'),
     maxAge: Math.floor(config.sessionTtlMs / 1000),
   } as const;
-  const setSessionCookie = (cookie: Record<string, Cookie<unknown>>, token: string) => cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions });
-  const clearSessionCookie = (cookie: Record<string, Cookie<unknown>>) => cookie[SESSION_COOKIE]!.set({ value: '', ...cookieOptions, maxAge: 0 });
+  return {
+    setSessionCookie: (cookie: Record<string, Cookie<unknown>>, token: string) => cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions }),
+    clearSessionCookie: (cookie: Record<string, Cookie<unknown>>) => cookie[SESSION_COOKIE]!.set({ value: '', ...cookieOptions, maxAge: 0 }),
+  };
+}
+
+export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRoutesDeps) => {
+  const meta = (request: Request, server: Server<unknown> | null): RequestMeta => ({
+    address: clientAddress(request, server, config.trustProxy),
+    userAgent: request.headers.get('user-agent'),
+  });
+  const { setSessionCookie, clearSessionCookie } = sessionCookie(config);
 
   return new Elysia({ name: 'cpd/accounts', detail: { tags: ['accounts'] } })
     .use(auth)

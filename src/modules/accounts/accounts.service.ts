@@ -190,8 +190,15 @@ export function createAccountsService(ctx: AppContext) {
     if (user.passwordHash && (await needsRehash(user.passwordHash))) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
     }
-    if (!user.totpSecret) return signedIn(user, meta);
+    return signInOrChallenge(user, meta);
+  }
 
+  /**
+   * The last step of every sign-in that proved who the caller is (a password, a phone code): a
+   * session, or the 2FA challenge when the account has 2FA, so no way in skips the second factor.
+   */
+  async function signInOrChallenge(user: UserView & { totpSecret: string | null }, meta: RequestMeta): Promise<LoginResult> {
+    if (!user.totpSecret) return signedIn(user, meta);
     const challengeToken = newSecretToken();
     const now = ctx.clock.now();
     const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
@@ -335,6 +342,7 @@ export function createAccountsService(ctx: AppContext) {
     resolver,
     register,
     login,
+    signInOrChallenge,
     verifyChallenge,
     me,
     listSessions,

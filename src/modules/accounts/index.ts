@@ -5,3 +5,5 @@ export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketL
 export { clientAddress } from '../../platform/http/client-address';
 export { accountsRoutes } from './accounts.routes';
 export { accountEmailRoutes } from './accounts.email.routes';
+export { createPhoneCodes } from './accounts.phone';
+export { phoneRoutes } from './accounts.phone.routes';

@@ -4,6 +4,7 @@ import { ApiError, api } from '../api';
 import { t } from '../locale';
 import { Field, LanguageSwitch, Page, Status, errorText } from '../ui';
 import { ForgotLink } from './mail';
+import { PhoneCodeForm, PhoneReset, phoneFirst, usePhoneLogin } from './phone-sign-in';
 
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {
@@ -14,9 +15,13 @@ function afterSignIn() {
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };
 
 export function Login() {
-  const [errors, setErrors] = useState<{ identifier?: string; password?: string; code?: string }>({});
+  const [errors, setErrors] = useState<{ identifier?: string; password?: string }>({});
   const [challenge, setChallenge] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // Phone codes, when the site has them: the first choice on the China site.
+  const phoneLogin = usePhoneLogin();
+  const [mode, setMode] = useState<'password' | 'phone' | 'reset' | null>(null);
+  const shown = mode ?? (phoneLogin && phoneFirst ? 'phone' : 'password');
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -38,26 +43,25 @@ export function Login() {
     }
   }
 
-  async function verify(e: Event) {
-    e.preventDefault();
-    const code = String(new FormData(e.currentTarget as HTMLFormElement).get('code') ?? '').trim();
-    if (!code) return setErrors({ code: t('required') });
-    setBusy(true);
-    try {
-      await api('POST', '/api/auth/2fa/verify', { challenge_token: challenge, code });
-      afterSignIn();
-    } catch (err) {
-      setErrors({ code: errorText(err) });
-    } finally {
-      setBusy(false);
-    }
-  }
+  const switchTo = (to: 'password' | 'phone' | 'reset', label: Parameters<typeof t>[0]) => (
+    <button type="button" onClick={() => setMode(to)}>
+      {t(label)}
+    </button>
+  );
 
   return (
     <main id="main" class="narrow">
       <LanguageSwitch />
-      <Page title={t('login.title')}>
-        {challenge === null ? (
+      <Page title={t(shown === 'reset' ? 'phone.resetTitle' : 'login.title')}>
+        {challenge !== null ? (
+          <TwoFactorStep challenge={challenge} />
+        ) : phoneLogin === null && phoneFirst ? (
+          <p aria-busy="true">{t('loading')}</p>
+        ) : shown === 'reset' ? (
+          <PhoneReset onBack={() => setMode('password')} />
+        ) : shown === 'phone' ? (
+          <PhoneCodeForm purpose="login" onSignedIn={afterSignIn} onChallenge={setChallenge} />
+        ) : (
           <form onSubmit={submit} noValidate>
             <Field label={t('login.identifier')} name="identifier" autocomplete="username" error={errors.identifier} />
             <Field label={t('password')} name="password" type="password" autocomplete="current-password" error={errors.password} />
@@ -65,14 +69,12 @@ export function Login() {
               {t('login.submit')}
             </button>
           </form>
-        ) : (
-          <form onSubmit={verify} noValidate>
-            <p>{t('login.twoFactor')}</p>
-            <Field label={t('account.code')} name="code" autocomplete="one-time-code" inputMode="numeric" error={errors.code} />
-            <button type="submit" disabled={busy}>
-              {t('login.verify')}
-            </button>
-          </form>
+        )}
+        {phoneLogin && challenge === null && shown !== 'reset' && (
+          <p>
+            {shown === 'password' ? switchTo('phone', 'phone.useCode') : switchTo('password', 'phone.usePassword')}
+            {phoneFirst && shown === 'password' && switchTo('reset', 'phone.forgot')}
+          </p>
         )}
         <ForgotLink />
         <p>
@@ -83,11 +85,47 @@ export function Login() {
   );
 }
 
+/** The second step of a sign-in to an account with 2FA (after a password or a phone code). */
+function TwoFactorStep({ challenge }: { challenge: string }) {
+  const [error, setError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+
+  async function verify(e: Event) {
+    e.preventDefault();
+    const code = String(new FormData(e.currentTarget as HTMLFormElement).get('code') ?? '').trim();
+    if (!code) return setError(t('required'));
+    setBusy(true);
+    try {
+      await api('POST', '/api/auth/2fa/verify', { challenge_token: challenge, code });
+      afterSignIn();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form onSubmit={verify} noValidate>
+      <p>{t('login.twoFactor')}</p>
+      <Field label={t('account.code')} name="code" autocomplete="one-time-code" inputMode="numeric" error={error} />
+      <button type="submit" disabled={busy}>
+        {t('login.verify')}
+      </button>
+    </form>
+  );
+}
+
 export function Signup() {
   const [errors, setErrors] = useState<{ email?: string; password?: string }>({});
   const [busy, setBusy] = useState(false);
   // EMAIL_VERIFICATION=required: 202 and no session; the link comes by mail (pages/mail.tsx).
   const [mailedTo, setMailedTo] = useState<string | null>(null);
+  const phoneLogin = usePhoneLogin();
+  const [mode, setMode] = useState<'email' | 'phone' | null>(null);
+  const shown = mode ?? (phoneLogin && phoneFirst ? 'phone' : 'email');
+  // A register code for a number that has an account signs it in, 2FA included.
+  const [challenge, setChallenge] = useState<string | null>(null);
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -118,20 +156,35 @@ export function Signup() {
       <LanguageSwitch />
       <Page title={t('signup.title')}>
         {mailedTo && <Status>{t('mail.signup.checkMail', { email: mailedTo })}</Status>}
-        <form onSubmit={submit} noValidate hidden={mailedTo !== null}>
-          <Field label={t('email')} name="email" type="email" autocomplete="email" error={errors.email} />
-          <Field
-            label={t('password')}
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            hint={t('signup.passwordHint')}
-            error={errors.password}
-          />
-          <button type="submit" disabled={busy}>
-            {t('signup.submit')}
-          </button>
-        </form>
+        {challenge !== null ? (
+          <TwoFactorStep challenge={challenge} />
+        ) : phoneLogin === null && phoneFirst ? (
+          <p aria-busy="true">{t('loading')}</p>
+        ) : shown === 'phone' ? (
+          <PhoneCodeForm purpose="register" onSignedIn={afterSignIn} onChallenge={setChallenge} />
+        ) : (
+          <form onSubmit={submit} noValidate hidden={mailedTo !== null}>
+            <Field label={t('email')} name="email" type="email" autocomplete="email" error={errors.email} />
+            <Field
+              label={t('password')}
+              name="password"
+              type="password"
+              autocomplete="new-password"
+              hint={t('signup.passwordHint')}
+              error={errors.password}
+            />
+            <button type="submit" disabled={busy}>
+              {t('signup.submit')}
+            </button>
+          </form>
+        )}
+        {phoneLogin && challenge === null && (
+          <p>
+            <button type="button" onClick={() => setMode(shown === 'phone' ? 'email' : 'phone')}>
+              {t(shown === 'phone' ? 'phone.signupWithEmail' : 'phone.signupWithPhone')}
+            </button>
+          </p>
+        )}
         <p>
           <a href="/login">{t('signup.toLogin')}</a>
         </p>
