@@ -33,6 +33,7 @@ describe('mail pages of the console', () => {
   test('sign up (Chinese), check your mail, confirm the address from the link, then log in', async () => {
     const { page, problems } = await openPage(browser, site.url, { locale: 'zh-CN' });
     await page.goto(`${site.url}/signup`);
+    await page.getByRole('button', { name: '使用邮箱和密码注册' }).click(); // the China site opens on the phone form
     expect(await page.locator('html').getAttribute('lang')).toBe('zh-CN');
     await page.getByLabel('邮箱').fill('xin@cn.example');
     await page.getByLabel('密码').fill('a-good-password');
@@ -47,9 +48,10 @@ describe('mail pages of the console', () => {
     await screenshot(page, 'mail-2-verified-zh');
 
     await page.goto(`${site.url}/login`);
+    await page.getByRole('button', { name: '使用邮箱或手机号和密码登录' }).click();
     await page.getByLabel('邮箱或手机号').fill('xin@cn.example');
     await page.getByLabel('密码').fill('a-good-password');
-    await page.getByRole('button', { name: '登录' }).click();
+    await page.getByRole('button', { name: '登录', exact: true }).click();
     await page.waitForURL(`${site.url}/console`);
     await page.getByRole('heading', { name: '钱包' }).waitFor();
     expect(await page.getByRole('button', { name: '重新发送链接' }).count()).toBe(0);
@@ -61,6 +63,7 @@ describe('mail pages of the console', () => {
     await smtp.next((m) => m.to === 'late@cn.example');
     const { page, problems } = await openPage(browser, site.url);
     await page.goto(`${site.url}/login`);
+    await page.getByRole('button', { name: 'Sign in with email or phone and password' }).click();
     await page.getByLabel('Email or phone').fill('late@cn.example');
     await page.getByLabel('Password').fill('a-good-password');
     await page.getByRole('button', { name: 'Log in' }).click();
@@ -108,6 +111,7 @@ describe('mail pages of the console', () => {
     // The browser reports the refused second use (400) on its console: expected here.
     problems.splice(0, problems.length, ...problems.filter((p) => !p.includes('status of 400')));
     await page.goto(`${site.url}/login`);
+    await page.getByRole('button', { name: 'Sign in with email or phone and password' }).click();
     await page.getByLabel('Email or phone').fill('forgetful@cn.example');
     await page.getByLabel('Password').fill('new-password-2');
     await page.getByRole('button', { name: 'Log in' }).click();
