@@ -20,7 +20,7 @@ import { checkPassword } from './accounts.admin';
 import { hashPassword } from './accounts.passwords';
 import { createSendThrottle } from './accounts.send-throttle';
 import type { AccountsService, LoginResult, RequestMeta } from './accounts.service';
-import { normalizePhone } from './accounts.service';
+import { normalizePhone, phoneSpellings } from './accounts.service';
 import { phoneCodes, sessions, users } from './accounts.tables';
 import { createSmsSender, SmsError } from './sms';
 
@@ -37,9 +37,8 @@ const SEND_LIMITS = { perPhoneMinute: 1, perPhoneDay: 10, perAddressHour: 20 };
  * mainland mobile number (what people type there) is +86; anything else must carry its country code.
  */
 export function phoneKey(raw: string, site: 'intl' | 'cn'): string {
-  const phone = normalizePhone(raw);
+  const phone = normalizePhone(raw, site);
   if (phone?.startsWith('+')) return phone;
-  if (phone && site === 'cn' && /^1[3-9]\d{9}$/.test(phone)) return `+86${phone}`;
   throw new AppError('invalid', 'phone must be a number with its country code, like +8613800000000');
 }
 
@@ -64,9 +63,8 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
    * create --phone` may have: E.164, without its +, and a mainland number without +86.
    */
   async function findUser(phone: string) {
-    const forms = [phone, phone.slice(1), ...(phone.startsWith('+86') ? [phone.slice(3)] : [])];
     // Two accounts under two spellings of one number: the E.164 one is the number's account.
-    const [row] = await db.select().from(users).where(inArray(users.phone, forms)).orderBy(sql`${users.phone} = ${phone} desc`).limit(1);
+    const [row] = await db.select().from(users).where(inArray(users.phone, phoneSpellings(phone))).orderBy(sql`${users.phone} = ${phone} desc`).limit(1);
     return row ?? null;
   }
 

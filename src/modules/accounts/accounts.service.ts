@@ -2,7 +2,7 @@
  * Accounts: users, login (password, then TOTP when enabled), session tokens and API keys.
  * Secrets are random (256 bits for sessions and challenges) and stored only as SHA-256.
  */
-import { and, desc, eq, gt, lte, ne, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, lte, ne, sql } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { randomBytes, sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
@@ -43,10 +43,19 @@ const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 const newSecretToken = () => randomBytes(32).toString('base64url');
 
-/** `+1 (555) 010-9999` → `+15550109999`; null when it is not a phone number. */
-export function normalizePhone(raw: string): string | null {
+/**
+ * `+1 (555) 010-9999` → `+15550109999`; null when it is not a phone number. On the China site a
+ * bare 11-digit mainland mobile number (what people type there) is +86, the spelling phone codes use.
+ */
+export function normalizePhone(raw: string, site?: 'intl' | 'cn'): string | null {
   const phone = raw.replace(/[\s().-]/g, '');
-  return /^\+?\d{6,20}$/.test(phone) ? phone : null;
+  if (!/^\+?\d{6,20}$/.test(phone)) return null;
+  return site === 'cn' && /^1[3-9]\d{9}$/.test(phone) ? `+86${phone}` : phone;
+}
+
+/** The spellings an account made earlier may have stored a number under: as given, without its +, a mainland number without +86. */
+export function phoneSpellings(phone: string): string[] {
+  return [...new Set([phone, phone.replace(/^\+/, ''), ...(phone.startsWith('+86') ? [phone.slice(3)] : [])])];
 }
 
 /** One spelling per identifier, so reformatting an email or a phone number does not get a fresh bucket. */
@@ -55,13 +64,13 @@ function identifierKey(identifier: string): string {
   return id.includes('@') ? id : (normalizePhone(id) ?? id);
 }
 
-function validateNewAccount(input: { email: string; password: string; phone?: string | null }) {
+function validateNewAccount(input: { email: string; password: string; phone?: string | null }, site: 'intl' | 'cn') {
   const email = input.email.trim();
   if (email.length > 128 || !EMAIL.test(email)) throw new AppError('invalid', 'email is not a valid address of at most 128 characters');
   if (input.password.length < 8 || input.password.length > 128) throw new AppError('invalid', 'password must be 8 to 128 characters');
   let phone: string | null = null;
   if (input.phone != null && input.phone !== '') {
-    phone = normalizePhone(input.phone);
+    phone = normalizePhone(input.phone, site);
     if (!phone) throw new AppError('invalid', 'phone must be 6 to 20 digits, optionally with a leading +');
   }
   return { email, phone };
@@ -98,7 +107,7 @@ export function createAccountsService(ctx: AppContext) {
     /** The operator vouches for the address (`cpd users create`). */
     emailVerified?: boolean;
   }): Promise<UserView> {
-    const { email, phone } = validateNewAccount(input);
+    const { email, phone } = validateNewAccount(input, ctx.config.site);
     const passwordHash = await hashPassword(input.password);
     const emailVerifiedAt = input.emailVerified ? ctx.clock.now() : null;
     const inserted = await db
@@ -163,9 +172,15 @@ export function createAccountsService(ctx: AppContext) {
       const [row] = await db.select().from(users).where(sql`lower(${users.email}) = ${id.toLowerCase()}`).limit(1);
       return row ?? null;
     }
-    const phone = normalizePhone(id);
+    const phone = normalizePhone(id, ctx.config.site);
     if (!phone) return null;
-    const [row] = await db.select().from(users).where(eq(users.phone, phone)).limit(1);
+    // The number as typed first, then the spellings an older account may have.
+    const [row] = await db
+      .select()
+      .from(users)
+      .where(inArray(users.phone, phoneSpellings(phone)))
+      .orderBy(sql`${users.phone} = ${phone} desc`)
+      .limit(1);
     return row ?? null;
   }
 

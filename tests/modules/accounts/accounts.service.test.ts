@@ -3,7 +3,7 @@ import { Algorithm, hash, parseOptions } from '@node-rs/argon2';
 import { sql } from 'drizzle-orm';
 import { createAccountsService, type AccountsService } from '../../../src/modules/accounts';
 import { ARGON2_OPTIONS, dummyHash, hashPassword, needsRehash, verifyPassword } from '../../../src/modules/accounts/accounts.passwords';
-import { normalizePhone } from '../../../src/modules/accounts/accounts.service';
+import { normalizePhone, phoneSpellings } from '../../../src/modules/accounts/accounts.service';
 import { sha256Hex } from '../../../src/platform/crypto';
 import { AppError } from '../../../src/platform/errors';
 import { createTestContext, type TestContext } from '../../support/app';
@@ -57,6 +57,10 @@ describe('passwords', () => {
     expect(normalizePhone('86.10.1234.5678')).toBe('861012345678');
     expect(normalizePhone('call me')).toBeNull();
     expect(normalizePhone('123')).toBeNull();
+    // The China site spells a bare mainland mobile number as phone codes do (E.164); elsewhere it stays as typed.
+    expect(normalizePhone('138 0013 8000', 'cn')).toBe('+8613800138000');
+    expect(normalizePhone('13800138000', 'intl')).toBe('13800138000');
+    expect(phoneSpellings('+8613800138000')).toEqual(['+8613800138000', '8613800138000', '13800138000']);
   });
 });
 

@@ -177,10 +177,13 @@ for (const kind of DB_KINDS) {
       expect(res.body.user).toEqual({ id: owner.id, email: owner.email });
     });
 
-    test('an account with a bare mainland number (older accounts) is found by its +86 form on the China site only', async () => {
+    test('a bare mainland number is +86 on the China site (stored so at sign-up, found so at sign-in), and needs its country code elsewhere', async () => {
       const cn = await createTestApp(kind, { SITE: 'cn' }, { clock });
       try {
         const owner = await makeUser(cn, { phone: '13912345678' });
+        expect((await cn.request('GET', '/api/auth/me', { token: owner.token })).body.phone).toBe('+8613912345678');
+        const byPassword = await cn.request('POST', '/api/auth/login', { body: { identifier: '139 1234 5678', password: owner.password } });
+        expect(byPassword.body.user?.id).toBe(owner.id);
         expect((await cn.request('POST', '/api/auth/phone/code', { body: { phone: '139 1234 5678', purpose: 'login' } })).status).toBe(202);
         const code = loggedCode(cn.logs, '+8613912345678')!;
         const res = await cn.request('POST', '/api/auth/phone/login', { body: { phone: '+86 139-1234-5678', code } });
