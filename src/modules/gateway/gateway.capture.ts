@@ -14,6 +14,8 @@ import { type CaptureRecord, type CapturesService, StreamAnswer } from '../captu
 export type CaptureSink = Pick<CapturesService, 'shouldCapture' | 'record'>;
 
 export interface RequestCapture {
+  /** The capture's id (its row appears once it is written, just after the answer ends). */
+  id: string;
   onUsage(record: UsageRecord): void;
   /** A JSON answer was sent. */
   answered(body: unknown): void;
@@ -29,6 +31,7 @@ export function requestCapture(
   sink: CaptureSink,
   what: { userId: string; keyId: string | null; endpoint: CaptureRecord['endpoint']; body: Record<string, unknown>; replayOf: string | null },
 ): RequestCapture {
+  const id = newId('cap');
   const started = performance.now();
   const createdAt = ctx.clock.now();
   const streamed = what.body.stream === true;
@@ -41,7 +44,7 @@ export function requestCapture(
     done = true;
     const asked = typeof what.body.model === 'string' ? what.body.model : '';
     sink.record({
-      id: newId('cap'),
+      id,
       userId: what.userId,
       keyId: what.keyId,
       endpoint: what.endpoint,
@@ -64,6 +67,7 @@ export function requestCapture(
   }
 
   return {
+    id,
     onUsage: (record) => {
       usage = record;
     },

@@ -62,7 +62,11 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     const routed = { ...req, ...(replayOf ? { entrypoint: 'replay' } : {}), ...(capture ? { onUsage: capture.onUsage } : {}) };
     try {
       const res = await run(routed, capture);
-      if (replayOf) res.headers.set('x-replay-of', replayOf);
+      if (replayOf) {
+        res.headers.set('x-replay-of', replayOf);
+        // The replay's own capture, for the console's comparison.
+        if (capture) res.headers.set('x-capture-id', capture.id);
+      }
       return res;
     } catch (err) {
       capture?.failed(err);

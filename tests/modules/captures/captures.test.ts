@@ -204,7 +204,7 @@ describe('replay', () => {
     await settle(h);
     const rows = await captureRows(h, u.user.id);
     expect(rows).toHaveLength(2);
-    expect(rows[1]).toMatchObject({ replay_of: original!.id, entrypoint: 'replay', model: 'm1', endpoint: 'chat', streamed: false });
+    expect(rows[1]).toMatchObject({ id: r.headers.get('x-capture-id'), replay_of: original!.id, entrypoint: 'replay', model: 'm1', endpoint: 'chat', streamed: false });
     const [usage] = await h.t.ctx.database.query<Record<string, any>>(sql`select * from router_usage where id = ${rows[1]!.usage_id}`);
     expect(usage).toMatchObject({ entrypoint: 'replay', model: 'm1', key_id: u.captureKey.id });
     expect(await u.balance()).toBe(before - 15_000n);
