@@ -47,7 +47,8 @@ export class StreamAnswer {
       const at = typeof call.index === 'number' ? call.index : this.toolCalls.length;
       if (at < 0 || at > 127) continue;
       const fn = record(call.function) ?? {};
-      const known = (this.toolCalls[at] ??= { type: 'function', function: { name: '', arguments: '' } });
+      const known = this.toolCalls[at] ?? { type: 'function', function: { name: '', arguments: '' } };
+      this.toolCalls[at] = known;
       if (typeof call.id === 'string') known.id = call.id;
       if (typeof fn.name === 'string' && this.room(fn.name.length)) known.function.name += fn.name;
       if (typeof fn.arguments === 'string' && this.room(fn.arguments.length)) known.function.arguments += fn.arguments;

@@ -36,7 +36,7 @@ export function requestCapture(
   const createdAt = ctx.clock.now();
   const streamed = what.body.stream === true;
   let usage: UsageRecord | null = null;
-  let stream: StreamAnswer | null = null;
+  const stream = new StreamAnswer();
   let done = false;
 
   function finish(answer: unknown, status: number, truncated: boolean) {
@@ -73,11 +73,8 @@ export function requestCapture(
     },
     answered: (body) => finish(body, 200, false),
     failed: (err) => finish({ error: err instanceof AppError ? err.message : 'internal error' }, err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500, false),
-    chunk: (c) => (stream ??= new StreamAnswer()).take(c),
-    ended: () => {
-      const s = stream ?? new StreamAnswer();
-      finish(s.result(), 200, s.truncated);
-    },
+    chunk: (c) => stream.take(c),
+    ended: () => finish(stream.result(), 200, stream.truncated),
   };
 }
 

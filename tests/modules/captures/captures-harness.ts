@@ -26,7 +26,13 @@ export async function startCaptureHarness(opts: { env?: Record<string, string>; 
     { slug: 'm2', unit: 'per_million_tokens', price: 2000 },
   ]);
   const close = h.close;
-  return { ...h, close: async () => (await close(), await up.close()) };
+  return {
+    ...h,
+    async close() {
+      await close();
+      await up.close();
+    },
+  };
 }
 
 /** A funded user with a second key made through the API with `capture: true`; `capturing` talks with it. */

@@ -73,7 +73,7 @@ describe('capture', () => {
     expect(one.status).toBe(200);
     expect(one.body.request).toEqual({ model: 'm1', messages: [{ role: 'user', content: 'secret-prompt-words' }] });
     expect(one.body.response.choices[0].message.content).toBe(chat.choices[0]!.message.content);
-    expect(one.body.response.usage.cost).toBe(chat.usage!.cost as unknown as number);
+    expect(one.body.response.usage.cost).toBe((chat.usage as unknown as { cost: number }).cost);
     const streamed = await detail(u.user.token, rows[1]!.id);
     expect(streamed.body.request.stream).toBe(true);
     expect(streamed.body.response).toMatchObject({ text: streamedText, tool_calls: [], finish_reason: 'stop', usage: { prompt_tokens: 10, completion_tokens: 3 } });
