@@ -2,7 +2,7 @@
 
 export const en = {
   'nav.captures': 'Captures',
-  'nav.admin.captures': 'Captures',
+  'nav.admin.captures': 'All captures',
   'nav.admin.captureRules': 'Capture rules',
   'captures.intro': 'Requests of API keys with capture turned on (and those an administrator\'s rules sample), with their answers. They are deleted after the retention period.',
   'captures.endpoint': 'Endpoint',
@@ -29,11 +29,14 @@ export const en = {
   'captures.userId': 'User id',
   'captures.sample': 'Sample (0–1)',
   'captures.retention': 'Retention (days, 1–365)',
+  'captures.keyCapture': 'Capture requests',
+  'captures.keyCaptureHint': 'Keeps this key\'s requests and answers (encrypted) for the Captures page, where they can be replayed.',
+  'captures.captured': 'captured',
 };
 
 export const zh: Record<keyof typeof en, string> = {
   'nav.captures': '请求捕获',
-  'nav.admin.captures': '请求捕获',
+  'nav.admin.captures': '全部请求捕获',
   'nav.admin.captureRules': '捕获规则',
   'captures.intro': '开启了捕获的 API 密钥发出的请求（以及管理员规则抽样的请求）及其回答。超过保留期后自动删除。',
   'captures.endpoint': '接口',
@@ -60,4 +63,7 @@ export const zh: Record<keyof typeof en, string> = {
   'captures.userId': '用户 ID',
   'captures.sample': '抽样比例（0–1）',
   'captures.retention': '保留天数（1–365）',
+  'captures.keyCapture': '捕获请求',
+  'captures.keyCaptureHint': '（加密）保存此密钥的请求和回答，可在“请求捕获”页面查看并重放。',
+  'captures.captured': '已开启捕获',
 };
