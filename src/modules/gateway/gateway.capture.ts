@@ -88,7 +88,8 @@ export async function captureFor(
   replayOf: string | null,
 ): Promise<RequestCapture | null> {
   if (!sink) return null;
-  // A replay is always captured: the console compares it with its original.
-  if (replayOf === null && !(await sink.shouldCapture(caller, typeof body.model === 'string' ? body.model : ''))) return null;
+  // A replay is always captured: the console compares it with its original. A capture never fails
+  // a request: when the key's flag cannot be read (its cache entry gone, the database away), none.
+  if (replayOf === null && !(await sink.shouldCapture(caller, typeof body.model === 'string' ? body.model : '').catch(() => false))) return null;
   return requestCapture(ctx, sink, { ...caller, endpoint, body, replayOf });
 }

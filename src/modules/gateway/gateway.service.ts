@@ -59,7 +59,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
    */
   async function serve(endpoint: Endpoint, req: RouterRequest, replayOf: string | null, run: (req: RouterRequest, capture: RequestCapture | null) => Promise<Response>): Promise<Response> {
     const capture = await captureFor(ctx, captures, req.caller, endpoint, req.body, replayOf);
-    const routed = { ...req, ...(replayOf ? { entrypoint: 'replay' } : {}), ...(capture ? { onUsage: capture.onUsage } : {}) };
+    const routed = replayOf || capture ? { ...req, ...(replayOf ? { entrypoint: 'replay' } : {}), ...(capture ? { onUsage: capture.onUsage } : {}) } : req;
     try {
       const res = await run(routed, capture);
       if (replayOf) {
