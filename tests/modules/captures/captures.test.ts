@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { fundedUser, type Harness } from '../gateway/gateway-harness';
 import { manualClock } from '../../support/clock';
+import { createTestContext } from '../../support/app';
 import { makeUser } from '../../support/make';
+import { buildApp } from '../../../src/app';
 import { UPSTREAM_KEY, captureRows, capturingUser, ledgerMatches, rawObject, replay, settle, startCaptureHarness } from './captures-harness';
 
 const clock = manualClock();
@@ -307,5 +309,27 @@ describe('retention', () => {
     expect((await captureRows(h, u.user.id)).map((r) => r.id)).toEqual([kept!.id]);
     expect(await h.t.services.store.exists(kept!.object_key)).toBe(true);
     expect((await replay(h, u.captureKey.key, { capture_id: old!.id })).status).toBe(404);
+  });
+
+  test('two replicas sweeping at once delete each expired capture once (one holds the lock)', async () => {
+    // Replicas share the database and the object store.
+    const second = await createTestContext('postgres', { STORAGE_URL: `file://${h.t.dataDir}/objects` }, { testDb: h.t.testDb, clock });
+    const other = await buildApp(second.ctx);
+    try {
+      const u = await capturingUser(h);
+      for (let i = 0; i < 3; i++) await u.capturing.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `r${i}` }] });
+      await settle(h);
+      const rows = await captureRows(h, u.user.id);
+      clock.advance(31 * 86_400_000);
+      // Every capture of this file's earlier tests has expired too.
+      const [expired] = await h.t.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from captures where expires_at < ${clock.now().toISOString()}::timestamptz`);
+      expect(expired!.n).toBeGreaterThanOrEqual(rows.length);
+      const [a, b] = await Promise.all([h.t.services.captures.sweep(), other.services.captures.sweep()]);
+      expect(a + b).toBe(expired!.n);
+      expect(await captureRows(h, u.user.id)).toEqual([]);
+      for (const r of rows) expect(await h.t.services.store.exists(r.object_key)).toBe(false);
+    } finally {
+      await second.close();
+    }
   });
 });
