@@ -8,11 +8,10 @@ import type { Chunk } from '../metering';
 
 export const BODY_LIMIT_CHARS = 1 << 20;
 
-/** A body as stored: the value, or its cut JSON text (a string) when too long. */
-export function capped(value: unknown): { body: unknown; truncated: boolean } {
-  const text = JSON.stringify(value) ?? 'null';
-  if (text.length <= BODY_LIMIT_CHARS) return { body: value, truncated: false };
-  return { body: text.slice(0, BODY_LIMIT_CHARS), truncated: true };
+/** A body's JSON text as stored: itself, or when too long its cut text as a JSON string. */
+export function capped(json: string): { json: string; truncated: boolean } {
+  if (json.length <= BODY_LIMIT_CHARS) return { json, truncated: false };
+  return { json: JSON.stringify(json.slice(0, BODY_LIMIT_CHARS)), truncated: true };
 }
 
 interface ToolCall {

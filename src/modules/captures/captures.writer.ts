@@ -2,8 +2,9 @@
  * Writes captures off the request path: a request hands its capture over when its answer has
  * ended, and returns at once. A bounded queue feeds a few writers, each sealing the bodies
  * (AES-256-GCM, key derived from SECRET_KEY for "captures"), storing them in the object store and
- * then inserting the metadata row. When the queue is full the capture is dropped and counted
- * (cpd_captures_dropped_total): capture never slows or holds up a request.
+ * then inserting the metadata row. The queue is bounded in captures and in bytes (a request body
+ * may be megabytes): when full, a capture is dropped and counted (cpd_captures_dropped_total).
+ * Capture never slows or holds up a request.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,10 +33,11 @@ export interface CaptureRecord {
   costMicros: bigint;
   replayOf: string | null;
   createdAt: Date;
-  /** The request body as received (parsed JSON; never headers). */
+  /** The request body as received (parsed JSON; never headers), and its size as received. */
   request: unknown;
-  /** The answer: the JSON sent, a stream's assembled answer, or {error}. */
-  answer: unknown;
+  requestBytes: number;
+  /** The answer's JSON text: the JSON sent, a stream's assembled answer, or {error}. */
+  answerJson: string;
   /** The stream's assembled answer was cut at the size limit. */
   answerTruncated: boolean;
 }
@@ -46,8 +48,11 @@ export interface StoredBodies {
 }
 
 const QUEUE_MAX = 1000;
+const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 const WRITERS = 2;
 const DAY_MS = 86_400_000;
+
+const sizeOf = (r: CaptureRecord) => r.requestBytes + r.answerJson.length;
 
 /** The object key of a capture's bodies: ids are mixed-case, object keys lower-case, so the id in hex. */
 export const objectKeyOf = (id: string) => `captures/${Buffer.from(id).toString('hex')}`;
@@ -59,16 +64,19 @@ export function createCaptureWriter(ctx: AppContext, store: ObjectStore, retenti
   const dropped = new HotCounter('cpd_captures_dropped_total', 'Captures dropped because the capture queue was full or a write failed', ['reason']).register(ctx.metrics);
   const tmpDir = join(ctx.config.dataDir, 'tmp', 'captures');
   const queue: CaptureRecord[] = [];
+  let queuedBytes = 0;
   let active = 0;
   let idle: Array<() => void> = [];
 
   /** Hands a capture over; never waits and never throws. */
   function enqueue(record: CaptureRecord): void {
-    if (queue.length >= QUEUE_MAX) {
+    const bytes = sizeOf(record);
+    if (queue.length >= QUEUE_MAX || queuedBytes + bytes > QUEUE_MAX_BYTES) {
       dropped.inc(['queue_full']);
       return;
     }
     queue.push(record);
+    queuedBytes += bytes;
     if (active < WRITERS) void drain();
   }
 
@@ -76,6 +84,7 @@ export function createCaptureWriter(ctx: AppContext, store: ObjectStore, retenti
     active++;
     try {
       for (let next = queue.shift(); next; next = queue.shift()) {
+        queuedBytes -= sizeOf(next);
         await write(next).catch((err) => {
           dropped.inc(['write_failed']);
           ctx.log.warn({ err, capture_id: next!.id }, 'could not store a capture');
@@ -91,9 +100,10 @@ export function createCaptureWriter(ctx: AppContext, store: ObjectStore, retenti
   }
 
   async function write(r: CaptureRecord): Promise<void> {
-    const request = capped(r.request);
-    const answer = capped(r.answer);
-    const sealed = sealer().seal(JSON.stringify({ request: request.body, answer: answer.body } satisfies StoredBodies));
+    const request = capped(JSON.stringify(r.request) ?? 'null');
+    const answer = capped(r.answerJson);
+    // The StoredBodies shape, put together from the two JSON texts (the answer's was made once, for the client).
+    const sealed = sealer().seal(`{"request":${request.json},"answer":${answer.json}}`);
     const objectKey = objectKeyOf(r.id);
     await mkdir(tmpDir, { recursive: true });
     const tmp = join(tmpDir, `${objectKey.slice('captures/'.length)}.sealed`);

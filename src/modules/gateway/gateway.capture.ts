@@ -17,8 +17,8 @@ export interface RequestCapture {
   /** The capture's id (its row appears once it is written, just after the answer ends). */
   id: string;
   onUsage(record: UsageRecord): void;
-  /** A JSON answer was sent. */
-  answered(body: unknown): void;
+  /** A JSON answer was sent: its text. */
+  answered(json: string): void;
   /** The request failed with `err` before an answer. */
   failed(err: unknown): void;
   /** A stream's chunk passed; ended() once the stream is over, however it ended. */
@@ -26,11 +26,17 @@ export interface RequestCapture {
   ended(): void;
 }
 
-export function requestCapture(
-  ctx: AppContext,
-  sink: CaptureSink,
-  what: { userId: string; keyId: string | null; endpoint: CaptureRecord['endpoint']; body: Record<string, unknown>; replayOf: string | null },
-): RequestCapture {
+/** The request a capture is of: its caller, endpoint and body as received (its size too), and the capture it replays. */
+export interface CaptureOf {
+  userId: string;
+  keyId: string | null;
+  endpoint: CaptureRecord['endpoint'];
+  body: Record<string, unknown>;
+  bodyBytes: number;
+  replayOf: string | null;
+}
+
+export function requestCapture(ctx: AppContext, sink: CaptureSink, what: CaptureOf): RequestCapture {
   const id = newId('cap');
   const started = performance.now();
   const createdAt = ctx.clock.now();
@@ -39,7 +45,7 @@ export function requestCapture(
   const stream = new StreamAnswer();
   let done = false;
 
-  function finish(answer: unknown, status: number, truncated: boolean) {
+  function finish(answerJson: string, status: number, truncated: boolean) {
     if (done) return;
     done = true;
     const asked = typeof what.body.model === 'string' ? what.body.model : '';
@@ -61,7 +67,8 @@ export function requestCapture(
       replayOf: what.replayOf,
       createdAt,
       request: what.body,
-      answer,
+      requestBytes: what.bodyBytes,
+      answerJson,
       answerTruncated: truncated,
     });
   }
@@ -71,25 +78,19 @@ export function requestCapture(
     onUsage: (record) => {
       usage = record;
     },
-    answered: (body) => finish(body, 200, false),
-    failed: (err) => finish({ error: err instanceof AppError ? err.message : 'internal error' }, err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500, false),
+    answered: (json) => finish(json, 200, false),
+    failed: (err) => finish(JSON.stringify({ error: err instanceof AppError ? err.message : 'internal error' }), err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500, false),
     chunk: (c) => stream.take(c),
-    ended: () => finish(stream.result(), 200, stream.truncated),
+    ended: () => finish(JSON.stringify(stream.result()), 200, stream.truncated),
   };
 }
 
 /** The capture of a request, or null when it is not captured (decided from memory: the key cache and the rules). */
-export async function captureFor(
-  ctx: AppContext,
-  sink: CaptureSink | undefined,
-  caller: { userId: string; keyId: string | null },
-  endpoint: CaptureRecord['endpoint'],
-  body: Record<string, unknown>,
-  replayOf: string | null,
-): Promise<RequestCapture | null> {
+export async function captureFor(ctx: AppContext, sink: CaptureSink | undefined, what: CaptureOf): Promise<RequestCapture | null> {
   if (!sink) return null;
   // A replay is always captured: the console compares it with its original. A capture never fails
   // a request: when the key's flag cannot be read (its cache entry gone, the database away), none.
-  if (replayOf === null && !(await sink.shouldCapture(caller, typeof body.model === 'string' ? body.model : '').catch(() => false))) return null;
-  return requestCapture(ctx, sink, { ...caller, endpoint, body, replayOf });
+  const model = typeof what.body.model === 'string' ? what.body.model : '';
+  if (what.replayOf === null && !(await sink.shouldCapture(what, model).catch(() => false))) return null;
+  return requestCapture(ctx, sink, what);
 }

@@ -58,7 +58,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
    * (`replayOf`) has the entrypoint `replay`, is always captured and answers X-Replay-Of.
    */
   async function serve(endpoint: Endpoint, req: RouterRequest, replayOf: string | null, run: (req: RouterRequest, capture: RequestCapture | null) => Promise<Response>): Promise<Response> {
-    const capture = await captureFor(ctx, captures, req.caller, endpoint, req.body, replayOf);
+    const capture = await captureFor(ctx, captures, { ...req.caller, endpoint, body: req.body, bodyBytes: req.bodyBytes ?? 0, replayOf });
     const routed = replayOf || capture ? { ...req, ...(replayOf ? { entrypoint: 'replay' } : {}), ...(capture ? { onUsage: capture.onUsage } : {}) } : req;
     try {
       const res = await run(routed, capture);
@@ -74,8 +74,12 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     }
   }
 
-  const jsonAnswer = (body: unknown, costMicros: bigint) =>
-    new Response(JSON.stringify(body), { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+  /** A JSON answer; its capture, if any, keeps the very text sent. */
+  function jsonAnswer(body: unknown, costMicros: bigint, capture: RequestCapture | null) {
+    const text = JSON.stringify(body);
+    capture?.answered(text);
+    return new Response(text, { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+  }
 
   /** An SSE answer: each chunk of the router's stream becomes the frames `frames` makes of it; `end` closes the stream. */
   function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string, capture: RequestCapture | null): Response {
@@ -120,8 +124,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     serve('chat', req, replayOf, async (req, capture) => {
       if (req.body.stream !== true) {
         const { response, costMicros } = await router.completeChat(req);
-        capture?.answered(response);
-        return jsonAnswer(response, costMicros);
+        return jsonAnswer(response, costMicros, capture);
       }
       const stream = await router.openStream(req);
       return sseAnswer(stream, (chunk) => `data: ${rawJsonOf(chunk) ?? JSON.stringify(chunk)}\n\n`, 'data: [DONE]\n\n', capture);
@@ -130,8 +133,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   const runEmbeddings = (req: RouterRequest, replayOf: string | null) =>
     serve('embeddings', req, replayOf, async (req, capture) => {
       const { response, costMicros } = await router.embed(req);
-      capture?.answered(response);
-      return jsonAnswer(response, costMicros);
+      return jsonAnswer(response, costMicros, capture);
     });
 
   /** The Responses API, served through chat completions (see gateway.responses*.ts). */
@@ -143,8 +145,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     if (asked.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
       const answer = new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response);
-      capture?.answered(answer);
-      return jsonAnswer(answer, costMicros);
+      return jsonAnswer(answer, costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
     const assembler = new ResponseAssembler(asked, stream.model);

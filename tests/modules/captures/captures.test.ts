@@ -113,6 +113,24 @@ describe('capture', () => {
     expect((await detail(u.user.token, rows[1]!.id)).body.response.error).toContain('upstream');
   });
 
+  test('a request body over 1 MiB is kept cut and marked; such a capture cannot be replayed', async () => {
+    h.up.reset();
+    const u = await capturingUser(h);
+    const long = 'x'.repeat(1_100_000);
+    await u.capturing.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: long }] });
+    await settle(h);
+    const [row] = await captureRows(h, u.user.id);
+    expect(row).toMatchObject({ request_truncated: true, response_truncated: false });
+    const shown = await detail(u.user.token, row!.id);
+    expect(typeof shown.body.request).toBe('string');
+    expect(shown.body.request.length).toBe(1 << 20);
+    expect(shown.body.request).toStartWith('{"model":"m1","messages":[{"role":"user","content":"xxx');
+    expect(shown.body.response.choices[0].message.content).toBe('Hello from the fake upstream.');
+    const refused = await replay(h, u.captureKey.key, { capture_id: row!.id });
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toContain('cut at the size limit');
+  });
+
   test('PATCH turns capture on and off for a key, at once', async () => {
     const u = await fundedUser(h, 1_000_000n);
     const on = await h.t.request('PATCH', `/api/api-keys/${u.key.id}`, { token: u.user.token, body: { capture: true } });
