@@ -252,13 +252,11 @@ function ReplayForm({ capture, admin }: { capture: Capture; admin: boolean }) {
       const id = res.headers.get('x-capture-id');
       if (!id) throw new Error(res.statusText);
       setBusy(t('captures.waiting'));
-      // The capture is written just after the answer: ask a few times before giving up.
+      // The capture is written just after the answer: look for it in the newest few a number of times
+      // (the list, not the capture itself, whose 404 meanwhile would read as an error).
       for (let i = 0; i < 20; i++) {
-        const found = await get(`${base(admin)}/${encodeURIComponent(id)}`).then(
-          () => true,
-          () => false,
-        );
-        if (found) return route(`${pageOf(admin)}/${encodeURIComponent(id)}`);
+        const newest = await get<{ captures: Capture[] }>(withQuery(base(admin), { limit: 20 }));
+        if (newest.captures.some((c) => c.id === id)) return route(`${pageOf(admin)}/${encodeURIComponent(id)}`);
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       throw new Error(t('captures.notFound'));
