@@ -11,6 +11,7 @@ import { toMajor } from '../../platform/money';
 import type { ObjectStore } from '../../platform/storage';
 import { type CaptureRules, type CaptureSettings, createCaptureRules } from './captures.rules';
 import { startCaptureSweeper } from './captures.sweeper';
+import { parseTime } from '../usage';
 import { captures } from './captures.tables';
 import { type CaptureRecord, createCaptureWriter } from './captures.writer';
 
@@ -31,13 +32,6 @@ export interface CaptureDeps {
 }
 
 type CaptureRow = typeof captures.$inferSelect;
-
-const ISO = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-function parseTime(name: string, raw: string): Date {
-  const d = new Date(raw);
-  if (!ISO.test(raw.trim()) || Number.isNaN(d.getTime())) throw new AppError('invalid', `${name} must be an ISO 8601 timestamp`);
-  return d;
-}
 
 export function createCapturesService(ctx: AppContext, deps: CaptureDeps) {
   const { db } = ctx.database;
