@@ -26,10 +26,13 @@ const RELOAD_MS = 5_000;
 export function createCaptureRules(ctx: AppContext) {
   const { db } = ctx.database;
   let current: CaptureSettings = { rules: [], retention_days: DEFAULT_RETENTION_DAYS };
+  /** Bumped by this process's own change: a reload that read before it does not undo it. */
+  let changes = 0;
 
   async function load(): Promise<CaptureSettings> {
+    const before = changes;
     const [row] = await db.select().from(captureSettings).where(eq(captureSettings.id, SETTINGS_ID)).limit(1);
-    current = row ? { rules: row.rules, retention_days: row.retentionDays } : { rules: [], retention_days: DEFAULT_RETENTION_DAYS };
+    if (changes === before) current = row ? { rules: row.rules, retention_days: row.retentionDays } : { rules: [], retention_days: DEFAULT_RETENTION_DAYS };
     return current;
   }
 
@@ -41,6 +44,7 @@ export function createCaptureRules(ctx: AppContext) {
     const rules = next.rules.map((r) => ({ ...(r.user_id ? { user_id: r.user_id } : {}), ...(r.model ? { model: r.model } : {}), sample: r.sample }));
     const row = { id: SETTINGS_ID, rules, retentionDays: next.retention_days, updatedAt: ctx.clock.now() };
     await db.insert(captureSettings).values(row).onConflictDoUpdate({ target: captureSettings.id, set: { rules, retentionDays: row.retentionDays, updatedAt: row.updatedAt } });
+    changes++;
     current = { rules, retention_days: next.retention_days };
     return current;
   }
