@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { fundedUser, type Harness } from '../gateway/gateway-harness';
+import { fundedUser, type Harness, waitFor } from '../gateway/gateway-harness';
 import { manualClock } from '../../support/clock';
 import { createTestContext } from '../../support/app';
 import { makeUser } from '../../support/make';
@@ -329,11 +329,16 @@ describe('retention', () => {
     expect((await replay(h, u.captureKey.key, { capture_id: old!.id })).status).toBe(404);
   });
 
-  test('two replicas sweeping at once delete each expired capture once (one holds the lock)', async () => {
+  test('another replica follows the capture rules; two replicas sweeping at once delete each expired capture once (one holds the lock)', async () => {
     // Replicas share the database and the object store.
     const second = await createTestContext('postgres', { STORAGE_URL: `file://${h.t.dataDir}/objects` }, { testDb: h.t.testDb, clock });
     const other = await buildApp(second.ctx);
     try {
+      const admin = await makeUser(h.t, { admin: true });
+      await h.t.request('PUT', '/api/admin/router/capture', { token: admin.token, body: { rules: [{ model: 'm2', sample: 1 }], retention_days: 30 } });
+      await waitFor(() => other.services.captures.settings().rules.length === 1, 'the rules on the other replica', { timeoutMs: 10_000 });
+      expect(other.services.captures.settings()).toEqual({ rules: [{ model: 'm2', sample: 1 }], retention_days: 30 });
+      await h.t.request('PUT', '/api/admin/router/capture', { token: admin.token, body: { rules: [], retention_days: 30 } });
       const u = await capturingUser(h);
       for (let i = 0; i < 3; i++) await u.capturing.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `r${i}` }] });
       await settle(h);
@@ -349,5 +354,6 @@ describe('retention', () => {
     } finally {
       await second.close();
     }
-  });
+    // The other replica reloads the rules every 5 s.
+  }, 20_000);
 });
