@@ -11,6 +11,7 @@ import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } fr
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
 import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
+import { capturesRoutes, createCapturesService } from './modules/captures';
 import { createRouterService, requestSilenceSeconds, routerRoutes } from './modules/router';
 import { createCostReport, createUsageLog, usageRoutes } from './modules/usage';
 import { createPricingService, pricingPages, pricingRoutes } from './modules/pricing';
@@ -61,7 +62,9 @@ export async function buildApp(ctx: AppContext) {
   await accounts.notifications.watch({ balances: billing.getBalancesMicros, onBalanceChange: billing.onBalanceChange, onMoneyEvent: billing.onMoneyEvent });
   await pricing.load();
   await registry.load();
-  const gateway = createGatewayService(ctx, router);
+  const captures = createCapturesService(ctx, { store, keyCaptures: accounts.keyCaptures });
+  await captures.ready();
+  const gateway = createGatewayService(ctx, router, captures);
   // Gateway requests and streamed agent turns may stay silent this long (platform/http/listen's holdOpen).
   const silenceSeconds = requestSilenceSeconds(ctx.config.router);
   const admin = createAdminService(ctx, { accounts, billing, audit });
@@ -119,6 +122,7 @@ export async function buildApp(ctx: AppContext) {
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
     .use(routerRoutes({ auth, router, audit }))
+    .use(capturesRoutes({ auth, captures, audit }))
     .use(adminRoutes({ auth, admin }))
     .use(runtimeRoutes({ auth, supervisor: runtime }))
     .use(consoleRoutes({ config: ctx.config, resolver: accounts.resolver, specPath: API_SPEC_PATH }))
@@ -131,7 +135,7 @@ export async function buildApp(ctx: AppContext) {
     );
 
   gate.protect(app.routes);
-  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
+  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime, captures };
   return { app, services };
 }
 

@@ -10,6 +10,7 @@ import { site, t } from './locale';
 import type { Key } from './messages';
 import { type Me, MeContext } from './me';
 import { AdminAudit } from './admin/audit';
+import { AdminCaptureRules } from './admin/capture-rules';
 import { AdminCost } from './admin/cost';
 import { AdminHealth } from './admin/health';
 import { AdminPayments } from './admin/payments';
@@ -18,6 +19,7 @@ import { AdminUser, AdminUsers } from './admin/users';
 import { Account } from './pages/account';
 import { BillingDocuments } from './pages/billing-documents';
 import { ApiKeys } from './pages/api-keys';
+import { AdminCaptureView, AdminCaptures, CaptureView, Captures } from './pages/captures';
 import { Login, Signup } from './pages/sign-in';
 import { ForgotPassword, ResetPassword, VerifyEmail, VerifyEmailNotice } from './pages/mail';
 import { Models } from './pages/models';
@@ -31,6 +33,7 @@ const USER_NAV: Array<[string, Key]> = [
   ['/console/keys', 'nav.keys'],
   ['/console/transactions', 'nav.transactions'],
   ['/console/usage', 'nav.usage'],
+  ['/console/captures', 'nav.captures'],
   [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
   ['/console/models', 'nav.models'],
   ['/console/account', 'nav.account'],
@@ -42,6 +45,8 @@ const ADMIN_NAV: Array<[string, Key]> = [
   ['/console/admin/health', 'nav.admin.health'],
   ['/console/admin/cost', 'nav.admin.cost'],
   ['/console/admin/audit', 'nav.admin.audit'],
+  ['/console/admin/captures', 'nav.admin.captures'],
+  ['/console/admin/capture', 'nav.admin.captureRules'],
 ];
 
 function Shell() {
@@ -94,6 +99,11 @@ function Shell() {
               <Route path="/console/admin/health" component={AdminHealth} />
               <Route path="/console/admin/cost" component={AdminCost} />
               <Route path="/console/admin/audit" component={AdminAudit} />
+              <Route path="/console/captures" component={Captures} />
+              <Route path="/console/captures/:id" component={CaptureView} />
+              <Route path="/console/admin/captures" component={AdminCaptures} />
+              <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
+              <Route path="/console/admin/capture" component={AdminCaptureRules} />
               <Route default component={NotFound} />
             </Router>
           </main>

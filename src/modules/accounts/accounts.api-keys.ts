@@ -19,6 +19,7 @@ export interface ApiKeyView extends LimitsView {
   name: string;
   created_at: string;
   last_used_at: string | null;
+  capture: boolean;
 }
 
 const limitsColumns = (l: KeyLimits) => ({ models: l.models, spendLimitMicros: l.spendLimitMicros, spendPeriod: l.spendPeriod, expiresAt: l.expiresAt, rpm: l.rpm });
@@ -30,12 +31,12 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
   const { db } = ctx.database;
 
   /** `input`: a name, or a name with limits (checked against `policy`). */
-  async function createApiKey(userId: string, input: string | (KeyLimitsInput & { name: string }), policy: KeyPolicy = NO_MODELS) {
+  async function createApiKey(userId: string, input: string | (KeyLimitsInput & { name: string; capture?: boolean }), policy: KeyPolicy = NO_MODELS) {
     if (typeof input === 'string') input = { name: input };
     const now = ctx.clock.now();
     const limits = applyLimits(NO_LIMITS, input, policy, now, true);
     const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
-    const row = { id: newId('key'), userId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, ...limitsColumns(limits) };
+    const row = { id: newId('key'), userId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, capture: input.capture ?? false, ...limitsColumns(limits) };
     await db.insert(apiKeys).values(row);
     return { ...viewOf({ ...row, lastUsedAt: null, revokedAt: null }, 0n), key };
   }
@@ -47,6 +48,7 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
       name: r.name,
       created_at: r.createdAt.toISOString(),
       last_used_at: r.lastUsedAt?.toISOString() ?? null,
+      capture: r.capture,
       ...limitsView(limitsOfRow(r), spent),
     };
   }
@@ -71,7 +73,7 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
    * Changes the caller's own key; a missing, foreign or revoked key is 404. Every replica drops its
    * cached copy before the answer (the same notification as a revoke), so new limits hold at once.
    */
-  async function updateApiKey(userId: string, keyId: string, input: KeyLimitsInput & { name?: string }, policy: KeyPolicy): Promise<ApiKeyView> {
+  async function updateApiKey(userId: string, keyId: string, input: KeyLimitsInput & { name?: string; capture?: boolean }, policy: KeyPolicy): Promise<ApiKeyView> {
     const mine = and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt));
     const [current] = await db.select().from(apiKeys).where(mine).limit(1);
     if (!current) throw new AppError('not_found', 'API key not found');
@@ -80,7 +82,7 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
     await cache.revokeEverywhere(keyId, async (tx) => {
       [updated] = await tx
         .update(apiKeys)
-        .set({ ...(input.name !== undefined ? { name: input.name } : {}), ...limitsColumns(limits) })
+        .set({ ...(input.name !== undefined ? { name: input.name } : {}), ...(input.capture !== undefined ? { capture: input.capture } : {}), ...limitsColumns(limits) })
         .where(mine)
         .returning();
       return updated !== undefined;

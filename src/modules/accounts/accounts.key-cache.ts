@@ -33,19 +33,23 @@ const ECHO_WAIT_MS = 2_000;
  */
 const REVOKE_GRACE_MS = 100;
 
-export const limitsOfRow = (r: typeof apiKeys.$inferSelect): KeyLimits => ({
+/** A key's limits, and whether its requests are captured (cached with them for the gateway). */
+export type KeySettings = KeyLimits & { capture: boolean };
+
+export const limitsOfRow = (r: typeof apiKeys.$inferSelect): KeySettings => ({
   models: r.models,
   spendLimitMicros: r.spendLimitMicros,
   spendPeriod: r.spendPeriod as SpendPeriod | null,
   expiresAt: r.expiresAt,
   rpm: r.rpm,
+  capture: r.capture,
 });
 
 export function createKeyCache(ctx: AppContext) {
   const { db } = ctx.database;
-  const cache = new Map<string, { caller: Caller; limits: KeyLimits; at: number }>();
+  const cache = new Map<string, { caller: Caller; limits: KeySettings; at: number }>();
   /** The limits of the cached keys, by key id, for the router's admission. */
-  const limitsByKey = new Map<string, KeyLimits>();
+  const limitsByKey = new Map<string, KeySettings>();
   const lastUsedWritten = new Map<string, number>();
   const echoWaiters = new Map<string, Array<() => void>>();
   const pendingWrites = new Set<Promise<unknown>>();
@@ -88,7 +92,7 @@ export function createKeyCache(ctx: AppContext) {
   }
 
   /** The limits of a key (from the cache the key's lookup filled), or null for an unknown key. */
-  async function limitsOf(keyId: string): Promise<KeyLimits | null> {
+  async function limitsOf(keyId: string): Promise<KeySettings | null> {
     const cached = limitsByKey.get(keyId);
     if (cached) return cached;
     const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
@@ -142,7 +146,7 @@ export function createKeyCache(ctx: AppContext) {
     const cached = cache.get(hash);
     const fresh = cached && now - cached.at < CACHE_TTL_MS ? cached : null;
     let caller = fresh?.caller ?? null;
-    let limits = fresh?.limits ?? NO_LIMITS;
+    let limits: KeySettings = fresh?.limits ?? { ...NO_LIMITS, capture: false };
     if (!caller) {
       const before = revokesHeard;
       const [row] = await db

@@ -25,6 +25,7 @@ const Limits = {
   spend_period: t.Optional(t.Nullable(t.Union([t.Literal('day'), t.Literal('month'), t.Literal('total')], { description: 'UTC day or month; total (default) is the key life' }))),
   expires_at: t.Optional(t.Nullable(t.String({ maxLength: 64, description: 'ISO 8601' }))),
   rpm: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 1_000_000, description: 'requests per minute' }))),
+  capture: t.Optional(t.Boolean({ description: "capture this key's requests and answers (docs/captures.md); default false" })),
 };
 export const ApiKeyBody = t.Object({ name: keyName, ...Limits });
 export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits }, { minProperties: 1, description: "the fields to change; null clears a limit" });
@@ -69,6 +70,7 @@ const ApiKey = t.Object({
   spent: t.Number({ description: 'spent in the current period (all time when there is no period)' }),
   expires_at: t.Nullable(t.String()),
   rpm: t.Nullable(t.Integer()),
+  capture: t.Boolean(),
 });
 export { ApiKey };
 export const ApiKeyList = t.Array(ApiKey);

@@ -382,6 +382,8 @@ export function createAccountsService(ctx: AppContext) {
     updateApiKey: keys.updateApiKey,
     /** The limits of an API key, for the router's admission (null: no such key). */
     keyLimitsOf: keyCache.limitsOf,
+    /** Whether an API key's requests are captured (from the key cache; false for an unknown key). */
+    keyCaptures: async (keyId: string) => (await keyCache.limitsOf(keyId))?.capture === true,
     revokeApiKey: keys.revokeApiKey,
     setupTwoFactor: twoFactor.setup,
     async enableTwoFactor(userId: string, code: string, meta: RequestMeta) {

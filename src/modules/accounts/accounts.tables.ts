@@ -71,6 +71,8 @@ export const apiKeys = pgTable(
     spendPeriod: text('spend_period'),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     rpm: integer('rpm'),
+    /** The key's requests are captured (docs/captures.md). */
+    capture: boolean('capture').notNull().default(false),
   },
   (t) => [uniqueIndex('api_keys_key_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId)],
 );

@@ -5,7 +5,7 @@ import { holdOpen } from '../../platform/http/listen';
 import { requestIdOf } from '../../platform/http/request-log';
 import type { GatewayService } from './gateway.service';
 
-const GATEWAY_PATHS = new Set(['/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/responses']);
+const GATEWAY_PATHS = new Set(['/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/router/replay']);
 
 /**
  * Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps
@@ -46,4 +46,12 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       auth: ['key'],
       parse: 'none',
       detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'] },
+    })
+    .post('/v1/router/replay', ({ caller, request }) => deps.gateway.replay(caller, request, requestIdOf(request)), {
+      auth: ['key', 'session'],
+      parse: 'none',
+      detail: {
+        summary: "Run a captured request again ({capture_id, model?}): the original endpoint's shape, streamed if it was, X-Replay-Of; billed and captured (docs/captures.md)",
+        tags: ['gateway'],
+      },
     });

@@ -14,14 +14,20 @@ import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
 import type { Chunk } from '../metering';
-import { type ChatStream, type RouterService, rawJsonOf } from '../router';
+import { type ChatCaller, type ChatRequest, type ChatStream, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
+import { type CaptureSink, type RequestCapture, captureFor } from './gateway.capture';
+import { type ReplaySource, replayBody } from './gateway.replay';
 
-export function createGatewayService(ctx: AppContext, router: RouterService) {
+type RouterRequest = ChatRequest & { caller: ChatCaller };
+type Endpoint = 'chat' | 'embeddings' | 'responses';
+
+/** captures: the captures module (absent: nothing is captured and replay is not offered). */
+export function createGatewayService(ctx: AppContext, router: RouterService, captures?: CaptureSink & ReplaySource) {
   const limiter = namedLimiter(ctx, 'gateway');
   const maxBody = ctx.config.gateway.maxBodyBytes;
   const encoder = new TextEncoder();
@@ -41,28 +47,58 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
   }
 
   /** The per-key limit, then the body: the router request every endpoint starts from. */
-  async function routerRequest(caller: Caller, request: Request, requestId: string | undefined) {
+  async function routerRequest(caller: Caller, request: Request, requestId: string | undefined): Promise<RouterRequest> {
     limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
     const { body, bytes } = await readBody(request);
     return { caller: { userId: caller.userId, keyId: caller.keyId }, body, bodyBytes: bytes, signal: request.signal, requestId };
   }
 
-  const jsonAnswer = (body: unknown, costMicros: bigint) =>
-    new Response(JSON.stringify(body), { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+  /**
+   * Runs an endpoint with the request's capture, when it has one (gateway.capture.ts); a replay
+   * (`replayOf`) has the entrypoint `replay`, is always captured and answers X-Replay-Of.
+   */
+  async function serve(endpoint: Endpoint, req: RouterRequest, replayOf: string | null, run: (req: RouterRequest, capture: RequestCapture | null) => Promise<Response>): Promise<Response> {
+    const capture = await captureFor(ctx, captures, { ...req.caller, endpoint, body: req.body, bodyBytes: req.bodyBytes ?? 0, replayOf });
+    const routed = replayOf || capture ? { ...req, ...(replayOf ? { entrypoint: 'replay' } : {}), ...(capture ? { onUsage: capture.onUsage } : {}) } : req;
+    try {
+      const res = await run(routed, capture);
+      if (replayOf) {
+        res.headers.set('x-replay-of', replayOf);
+        // The replay's own capture, for the console's comparison.
+        if (capture) res.headers.set('x-capture-id', capture.id);
+      }
+      return res;
+    } catch (err) {
+      capture?.failed(err);
+      throw err;
+    }
+  }
+
+  /** A JSON answer; its capture, if any, keeps the very text sent. */
+  function jsonAnswer(body: unknown, costMicros: bigint, capture: RequestCapture | null) {
+    const text = JSON.stringify(body);
+    capture?.answered(text);
+    return new Response(text, { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
+  }
 
   /** An SSE answer: each chunk of the router's stream becomes the frames `frames` makes of it; `end` closes the stream. */
-  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string): Response {
+  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string, capture: RequestCapture | null): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
       // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
       async pull(controller) {
         for (;;) {
-          const { value, done } = await chunks.next();
+          const { value, done } = await chunks.next().catch((err) => {
+            capture?.ended();
+            throw err;
+          });
           if (done) {
+            capture?.ended();
             if (end) controller.enqueue(encoder.encode(end));
             controller.close();
             return;
           }
+          capture?.chunk(value);
           const text = frames(value);
           if (text) return controller.enqueue(encoder.encode(text));
         }
@@ -70,6 +106,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
       async cancel() {
         stream.abort();
         await chunks.return?.(undefined);
+        capture?.ended();
       },
     });
     return new Response(sse, {
@@ -83,29 +120,32 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
     });
   }
 
-  async function chat(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
-    const req = await routerRequest(caller, request, requestId);
-    if (req.body.stream !== true) {
-      const { response, costMicros } = await router.completeChat(req);
-      return jsonAnswer(response, costMicros);
-    }
-    const stream = await router.openStream(req);
-    return sseAnswer(stream, (chunk) => `data: ${rawJsonOf(chunk) ?? JSON.stringify(chunk)}\n\n`, 'data: [DONE]\n\n');
-  }
+  const runChat = (req: RouterRequest, replayOf: string | null) =>
+    serve('chat', req, replayOf, async (req, capture) => {
+      if (req.body.stream !== true) {
+        const { response, costMicros } = await router.completeChat(req);
+        return jsonAnswer(response, costMicros, capture);
+      }
+      const stream = await router.openStream(req);
+      return sseAnswer(stream, (chunk) => `data: ${rawJsonOf(chunk) ?? JSON.stringify(chunk)}\n\n`, 'data: [DONE]\n\n', capture);
+    });
 
-  async function embeddings(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
-    const { response, costMicros } = await router.embed(await routerRequest(caller, request, requestId));
-    return jsonAnswer(response, costMicros);
-  }
+  const runEmbeddings = (req: RouterRequest, replayOf: string | null) =>
+    serve('embeddings', req, replayOf, async (req, capture) => {
+      const { response, costMicros } = await router.embed(req);
+      return jsonAnswer(response, costMicros, capture);
+    });
 
   /** The Responses API, served through chat completions (see gateway.responses*.ts). */
-  async function responses(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
-    const req = await routerRequest(caller, request, requestId);
+  const runResponses = (req: RouterRequest, replayOf: string | null) => serve('responses', req, replayOf, (req, capture) => responsesAnswer(req, capture));
+
+  async function responsesAnswer(req: RouterRequest, capture: RequestCapture | null): Promise<Response> {
     const asked = req.body;
     const chatReq = { ...req, body: chatBodyOf(asked) };
     if (asked.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
-      return jsonAnswer(new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response), costMicros);
+      const answer = new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response);
+      return jsonAnswer(answer, costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
     const assembler = new ResponseAssembler(asked, stream.model);
@@ -121,7 +161,24 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
         return head + sse(assembler.chunk(chunk));
       },
       '',
+      capture,
     );
+  }
+
+  const chat = async (caller: Caller, request: Request, requestId: string | undefined) => runChat(await routerRequest(caller, request, requestId), null);
+  const embeddings = async (caller: Caller, request: Request, requestId: string | undefined) => runEmbeddings(await routerRequest(caller, request, requestId), null);
+  const responses = async (caller: Caller, request: Request, requestId: string | undefined) => runResponses(await routerRequest(caller, request, requestId), null);
+  const RUN: Record<Endpoint, (req: RouterRequest, replayOf: string) => Promise<Response>> = { chat: runChat, embeddings: runEmbeddings, responses: runResponses };
+
+  /**
+   * POST /v1/router/replay: runs a capture's request again through the same path as any request
+   * (billed to the caller), on the original endpoint, optionally against another model or route.
+   */
+  async function replay(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    if (!captures) throw new AppError('not_found', 'replay is not available');
+    const req = await routerRequest(caller, request, requestId);
+    const { source, body } = await replayBody(captures, caller, req.body);
+    return RUN[source.endpoint]({ ...req, body, bodyBytes: JSON.stringify(body).length }, source.id);
   }
 
   function models(caller: Caller) {
@@ -129,7 +186,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService) {
     return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
   }
 
-  return { chat, embeddings, responses, models, maxBodyBytes: maxBody };
+  return { chat, embeddings, responses, replay, models, maxBodyBytes: maxBody };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;

@@ -186,7 +186,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const started = performance.now();
     kind.validate(req.body);
     const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string) : null;
-    const p = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
+    const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
+    const p = req.entrypoint ? { ...planned, entrypoint: req.entrypoint } : planned;
     if (!req.caller) return { req, plan: p, ticket: null, holdMicros: p.need.estimate, started };
     const keyHold = await keyLimits.admit(key, p.need, req.signal);
     let wallet: Ticket;
@@ -288,6 +289,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       aborted: m.aborted,
       requestId: a.req.requestId ?? null,
     };
+    a.req.onUsage?.(record);
     if (m.clamped)
       ctx.log.warn({ usage_id: record.id, user_id: record.userId, model: m.model, backend: m.backend, completion_tokens: m.counts.completion }, 'completion tokens clamped to the request maximum: the upstream reported more than it was asked for');
     // The overspend bound rests on every cost staying within its hold: say so when one did not.

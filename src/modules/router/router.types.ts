@@ -1,5 +1,5 @@
 /** The router's request types, shared by the service and the embeddings entry point. */
-import type { Chunk, Need, Price, RequestBound, Ticket, UsageCounts } from '../metering';
+import type { Chunk, Need, Price, RequestBound, Ticket, UsageCounts, UsageRecord } from '../metering';
 import type { BackendLease } from './router.lease';
 
 export interface ChatCaller {
@@ -16,6 +16,10 @@ export interface ChatRequest {
   /** Size of the request as received, for the admission's upper bound; defaults to the JSON length. */
   bodyBytes?: number;
   requestId?: string;
+  /** The usage row's entrypoint instead of the body's model (a replay's is `replay`). */
+  entrypoint?: string;
+  /** Told the request's usage record once it is made (the captures module reads its id, backend, tokens, cost). */
+  onUsage?: (record: UsageRecord) => void;
 }
 
 /** An opened stream: headers may be sent; iterate for chunks (the last carries usage and cost). */

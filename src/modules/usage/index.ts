@@ -1,3 +1,3 @@
-export { createCostReport } from './usage.cost';
+export { createCostReport, parseTime } from './usage.cost';
 export { createUsageLog, type UsageLog } from './usage.log';
 export { usageRoutes } from './usage.routes';

@@ -8,6 +8,7 @@ import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
 import { CopyButton, DataTable, errorText, Field, Page, Show, useGet } from '../ui';
 import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
+import { CaptureCheckbox, captureOf } from './key-capture';
 
 interface ApiKey extends KeyLimits {
   id: string;
@@ -16,6 +17,7 @@ interface ApiKey extends KeyLimits {
   created_at: string;
   last_used_at: string | null;
   spent?: number | null;
+  capture?: boolean;
 }
 
 function limitsOf(key: ApiKey): string {
@@ -27,6 +29,7 @@ function limitsOf(key: ApiKey): string {
     );
   if (key.rpm != null) parts.push(t('keys.rpm', { rpm: key.rpm }));
   if (key.expires_at) parts.push(t('keys.expires', { time: formatTime(key.expires_at) }));
+  if (key.capture) parts.push(t('captures.captured'));
   return parts.join(' · ') || '—';
 }
 
@@ -49,7 +52,7 @@ export function ApiKeys() {
     if ('errors' in read) return setErrors(read.errors);
     setErrors({});
     try {
-      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits }));
+      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data) }));
       form.reset();
       keys.reload();
     } catch (err) {
@@ -60,11 +63,12 @@ export function ApiKeys() {
   async function saveLimits(e: Event) {
     e.preventDefault();
     if (!editing) return;
-    const read = readLimits(new FormData(e.currentTarget as HTMLFormElement), true);
+    const data = new FormData(e.currentTarget as HTMLFormElement);
+    const read = readLimits(data, true);
     if ('errors' in read) return setEditErrors(read.errors);
     setEditErrors({});
     try {
-      await api('PATCH', `/api/api-keys/${encodeURIComponent(editing.id)}`, read.limits);
+      await api('PATCH', `/api/api-keys/${encodeURIComponent(editing.id)}`, { ...read.limits, capture: captureOf(data) });
       setEditing(null);
       keys.reload();
     } catch (err) {
@@ -83,6 +87,7 @@ export function ApiKeys() {
       <form onSubmit={create} noValidate aria-label={t('keys.create')}>
         <Field label={t('keys.name')} name="name" maxLength={100} error={errors.name} />
         <LimitFields errors={errors} models={pricedModels} />
+        <CaptureCheckbox />
         <button type="submit">{t('keys.create')}</button>
       </form>
       {created && (
@@ -142,6 +147,7 @@ export function ApiKeys() {
           <h2>{t('keys.editNamed', { name: editing.name })}</h2>
           <p class="hint">{t('keys.clearHint')}</p>
           <LimitFields current={editing} errors={editErrors} models={pricedModels} />
+          <CaptureCheckbox checked={editing.capture} />
           <button type="submit">{t('save')}</button>{' '}
           <button type="button" onClick={() => setEditing(null)}>
             {t('keys.cancel')}
