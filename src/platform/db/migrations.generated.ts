@@ -17,6 +17,7 @@ import m14 from '../../../migrations/0014_replicas.sql' with { type: 'text' };
 import m15 from '../../../migrations/0015_payment_refunds.sql' with { type: 'text' };
 import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text' };
 import m17 from '../../../migrations/0017_public_accounts.sql' with { type: 'text' };
+import m18 from '../../../migrations/0018_webhooks.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -38,4 +39,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0015_payment_refunds', sql: m15 },
   { name: '0016_usage_clamped', sql: m16 },
   { name: '0017_public_accounts', sql: m17 },
+  { name: '0018_webhooks', sql: m18 },
 ];
