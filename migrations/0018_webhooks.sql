@@ -15,6 +15,7 @@ CREATE TABLE "webhook_deliveries" (
 	"status" text NOT NULL,
 	"attempts" integer NOT NULL,
 	"next_attempt_at" timestamp with time zone NOT NULL,
+	"window_started_at" timestamp with time zone NOT NULL,
 	"last_attempt_at" timestamp with time zone,
 	"last_status_code" integer,
 	"last_error" text,

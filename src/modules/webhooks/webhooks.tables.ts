@@ -60,6 +60,8 @@ export const webhookDeliveries = pgTable(
     status: text('status').notNull(),
     attempts: integer('attempts').notNull(),
     nextAttemptAt: ts('next_attempt_at').notNull(),
+    /** Start of its retry window (3 days): when the event happened, or the last manual retry or re-enabling. */
+    windowStartedAt: ts('window_started_at').notNull(),
     lastAttemptAt: ts('last_attempt_at'),
     /** The last attempt's HTTP status (null: no answer), error in words, and duration. */
     lastStatusCode: integer('last_status_code'),
