@@ -17,6 +17,7 @@ import { createPricingService, pricingPages, pricingRoutes } from './modules/pri
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
+import { createWebhooksService, type WorkerOptions, webhooksRoutes } from './modules/webhooks';
 import type { AppContext } from './app-context';
 import { type AuthMode, authenticate, authPlugin } from './platform/http/auth';
 import { credentialGate } from './platform/http/credential-gate';
@@ -33,7 +34,12 @@ import { consoleRoutes } from './console';
 
 const API_SPEC_PATH = '/api/docs/json';
 
-export async function buildApp(ctx: AppContext) {
+export interface BuildOptions {
+  /** The webhook delivery worker's timings; `manual`: not started (a test steps it with deliverDue). */
+  webhooks?: WorkerOptions & { manual?: boolean };
+}
+
+export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   const accounts = createAccountsService(ctx);
   const audit = createAuditService(ctx);
   const site = createSiteService(ctx);
@@ -49,9 +55,11 @@ export async function buildApp(ctx: AppContext) {
   site.addPage({ path: '/pricing', lastmod: () => pricing.lastModified() });
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
-  const billing = createBillingService(ctx);
+  const webhooks = createWebhooksService(ctx, opts.webhooks);
+  if (!opts.webhooks?.manual) webhooks.startWorker();
+  const billing = createBillingService(ctx, { events: webhooks.events });
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf, keyEvents: webhooks.events });
   // Each cache LISTENs, then reads; the LISTEN connection opens once for all. One after the other
   // (start-up time, docs/design/start-up.md): the reads take well under a millisecond each on the pool's
   // one open connection, while reads side by side made the pool open two more (~5 ms of
@@ -112,6 +120,7 @@ export async function buildApp(ctx: AppContext) {
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config }))
+    .use(webhooksRoutes({ auth, webhooks }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
     .use(routerRoutes({ auth, router, audit }))
@@ -127,7 +136,7 @@ export async function buildApp(ctx: AppContext) {
     );
 
   gate.protect(app.routes);
-  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime };
+  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime, webhooks };
   return { app, services };
 }
 

@@ -48,7 +48,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const grants = createGrants(ctx);
   const providers = opts.providers ?? createProviders(ctx);
   const payments = createPayments(ctx, ledger, providers, opts);
-  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs });
+  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs, events: opts.events });
   const notifications = createNotifications(ctx, providers, payments, refunds);
   const adjustments = createAdjustments(ledger);
   return {
@@ -62,7 +62,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     refunds,
     /** Provider notifications (the webhook route and the sandbox checkout's buttons). */
     notifications,
-    invoices: createInvoices(ctx, payments, refunds),
+    invoices: createInvoices(ctx, payments, refunds, opts.events),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, notifications) : null,
     /**

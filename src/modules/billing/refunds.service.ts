@@ -20,7 +20,7 @@ import { checkReason } from './adjustments';
 import { paymentRefunds, payments } from './billing.tables';
 import type { Ledger } from './ledger';
 import { toMajor } from './money';
-import type { Payment, Payments } from './payments.service';
+import { type BillingEvents, NO_EVENTS, type Payment, type Payments } from './payments.service';
 import { type PaymentProvider, type RefundOutcome, RefundRefusedError, type RefundReport, type RefundRequest } from './providers';
 
 export type PaymentRefund = typeof paymentRefunds.$inferSelect;
@@ -37,6 +37,8 @@ export interface RefundInput {
 export interface RefundsOptions {
   /** A pending admin refund is asked about at its provider again at most this often. */
   retryEveryMs?: number;
+  /** payment.refunded is recorded with every refund or dispute debit. */
+  events?: BillingEvents;
 }
 
 /** Money a transaction moved for refunds: [provider, kind, out of the wallet or back in], counted once it commits. */
@@ -65,6 +67,7 @@ export function createRefunds(
   const { db } = ctx.database;
   const { config, log } = ctx;
   const retryEveryMs = opts.retryEveryMs ?? 5 * 60_000;
+  const events = opts.events ?? NO_EVENTS;
 
   /** Checks the request before anything is read: amount (when given) and reason. */
   function validate(input: RefundInput): { amountMicros: bigint | null; reason: string } {
@@ -226,6 +229,18 @@ export function createRefunds(
       .update(payments)
       .set({ refundedAmountMicros: sql`${payments.refundedAmountMicros} + ${r.amountMicros}`, updatedAt: ctx.clock.now() })
       .where(eq(payments.id, p.id));
+    await events.record(tx, {
+      userId: p.userId,
+      type: 'payment.refunded',
+      data: {
+        payment_id: p.id,
+        refund_id: r.id,
+        kind: r.kind,
+        amount: toMajor(r.amountMicros),
+        currency: p.currency,
+        refunded_amount: toMajor(p.refundedAmountMicros + r.amountMicros),
+      },
+    });
     moved.push([p.provider, r.kind, 'out']);
   }
 
