@@ -18,6 +18,8 @@ export interface Received {
   valid: boolean;
   /** The signed time (unix seconds). */
   t: number;
+  /** When it arrived (Date.now()). */
+  at: number;
   headers: Headers;
 }
 
@@ -46,7 +48,7 @@ export function startReceiver(opts: { mode?: 'ok' | 'fail' | 'hang' } = {}) {
         body = JSON.parse(raw);
       } catch {}
       const { valid, t } = verifySignature(state.secret, req.headers.get('cpd-signature'), raw);
-      state.received.push({ eventId: body?.id, type: body?.type, body, valid, t, headers: req.headers });
+      state.received.push({ eventId: body?.id, type: body?.type, body, valid, t, at: Date.now(), headers: req.headers });
       if (state.mode === 'fail') return new Response('receiver failing on purpose', { status: 500 });
       if (state.mode === 'hang') {
         // Answered only when the receiver stops; the sender gives up first.
