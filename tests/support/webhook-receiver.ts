@@ -20,6 +20,8 @@ export interface Received {
   t: number;
   /** When it arrived (Date.now()). */
   at: number;
+  /** What the receiver answered (0 while it hangs). */
+  answered: number;
   headers: Headers;
 }
 
@@ -48,13 +50,18 @@ export function startReceiver(opts: { mode?: 'ok' | 'fail' | 'hang' } = {}) {
         body = JSON.parse(raw);
       } catch {}
       const { valid, t } = verifySignature(state.secret, req.headers.get('cpd-signature'), raw);
-      state.received.push({ eventId: body?.id, type: body?.type, body, valid, t, at: Date.now(), headers: req.headers });
-      if (state.mode === 'fail') return new Response('receiver failing on purpose', { status: 500 });
+      const received: Received = { eventId: body?.id, type: body?.type, body, valid, t, at: Date.now(), answered: 0, headers: req.headers };
+      state.received.push(received);
+      if (state.mode === 'fail') {
+        received.answered = 500;
+        return new Response('receiver failing on purpose', { status: 500 });
+      }
       if (state.mode === 'hang') {
         // Answered only when the receiver stops; the sender gives up first.
         await new Promise<void>((resolve) => hanging.add(resolve));
         return new Response('late', { status: 200 });
       }
+      received.answered = 200;
       return new Response('ok');
     },
   });

@@ -210,7 +210,8 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
     /** Starts looking for due deliveries every pollMs until shutdown. */
     start() {
       stopped = false;
-      schedule(0);
+      // Not at once: start-up has the database's first connections to itself (docs/design/start-up.md).
+      schedule(pollMs);
       ctx.onShutdown(() => {
         stopped = true;
         if (timer) clearTimeout(timer);

@@ -45,7 +45,13 @@ describe('webhook workers on two replicas (postgres)', () => {
     await waitFor(() => rx.countsByEvent().size, `${EVENTS} events at the receiver`, { until: (n) => n === EVENTS });
     // Both workers keep polling a while longer: nothing arrives twice.
     const attempted = async () =>
-      Number((await a.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.user_id = ${user.id}`))[0]!.n);
+      Number(
+        (
+          await a.ctx.database.query<{ n: number }>(
+            sql`select count(*)::int as n from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id where d.user_id = ${user.id}`,
+          )
+        )[0]!.n,
+      );
     await waitFor(attempted, 'every attempt recorded', { until: (n) => n === EVENTS });
     expect([...rx.countsByEvent().values()]).toEqual(Array(EVENTS).fill(1));
     expect(rx.received.every((r) => r.valid)).toBe(true);
@@ -57,8 +63,13 @@ describe('webhook workers on two replicas (postgres)', () => {
     const { user, endpointId } = await endpointFor(b);
     for (let i = 0; i < EVENTS; i++) await (i % 2 ? a : b).services.webhooks.emitBalanceLow(user.id, { balance: i, threshold: 100 });
     const attemptsOf = () =>
-      a.ctx.database.query<{ id: string; attempts: number }>(sql`select id, attempts from webhook_deliveries where endpoint_id = ${endpointId}`);
-    await waitFor(attemptsOf, 'three attempts of every delivery', { until: (rows) => rows.length === EVENTS && rows.every((r) => r.attempts >= 3), timeoutMs: 20_000 });
+      a.ctx.database.query<{ id: string; attempts: number }>(
+        sql`select id, attempts from webhook_deliveries where endpoint_id = ${endpointId}`,
+      );
+    await waitFor(attemptsOf, 'three attempts of every delivery', {
+      until: (rows) => rows.length === EVENTS && rows.every((r) => r.attempts >= 3),
+      timeoutMs: 20_000,
+    });
     // Stop sending (disable), then compare what the receiver saw with the log.
     await b.services.webhooks.update(user.id, endpointId, { enabled: false });
     const rows = await attemptsOf();
