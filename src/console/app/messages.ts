@@ -2,6 +2,7 @@
 import * as mail from './messages.mail';
 import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
+import * as webhooks from './messages.webhooks';
 
 const en = {
   loading: 'Loading…',
@@ -240,6 +241,7 @@ const en = {
   ...mail.en,
   ...oauth.en,
   ...phone.en,
+  ...webhooks.en,
 };
 
 export type Key = keyof typeof en;
@@ -481,6 +483,7 @@ const zh: Record<Key, string> = {
   ...mail.zh,
   ...oauth.zh,
   ...phone.zh,
+  ...webhooks.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };
