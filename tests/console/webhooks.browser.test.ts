@@ -64,7 +64,7 @@ describe('the webhooks page', () => {
     expect((await fetch(`${site.url}/api/payments/sandbox/${payment.body.id}/pay`, { method: 'POST', redirect: 'manual' })).status).toBe(
       303,
     );
-    const got = await waitFor(() => rx.received[0], 'payment.paid at the receiver');
+    const got = (await waitFor(() => rx.received[0], 'payment.paid at the receiver'))!;
     expect(got).toMatchObject({ valid: true, type: 'payment.paid' });
 
     const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: rx.url }) });

@@ -138,22 +138,25 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
     return { ...limits, keyId, userId };
   }
 
-  /** The period each key was last announced as spent for (this process asks the database once per key and period). */
-  const announced = new Map<string, number>();
+  /** The period and limit each key was last announced as spent for (this process asks the database once per key, period and limit). */
+  const announced = new Map<string, string>();
   /**
    * key.spend_limit_reached, when the database found the key's committed spend at its limit: once
    * per key and period (the event's dedupe key), off the request's path.
    */
   function reached(limits: AllowedKey) {
     const budget = budgets.get(limits.keyId);
-    if (!opts.events || !limits.userId || !budget || announced.get(limits.keyId) === budget.periodStart.getTime()) return;
-    announced.set(limits.keyId, budget.periodStart.getTime());
+    if (!opts.events || !limits.userId || !budget) return;
     const periodStart = budget.periodStart.toISOString();
+    const once = `${periodStart}:${budget.limitMicros}`;
+    if (announced.get(limits.keyId) === once) return;
+    announced.set(limits.keyId, once);
     opts.events
       .record(db, {
         userId: limits.userId,
         type: 'key.spend_limit_reached',
-        dedupeKey: `key.spend_limit_reached:${limits.keyId}:${periodStart}`,
+        // A limit raised and reached again in the same period is announced again.
+        dedupeKey: `key.spend_limit_reached:${limits.keyId}:${once}`,
         data: { key_id: limits.keyId, spend_limit: toMajor(budget.limitMicros), spend_period: budget.period, period_start: periodStart },
       })
       .catch((err) => {

@@ -2,7 +2,7 @@
  * A user's webhook endpoints (create with a secret shown once, list, read, change, delete), their
  * delivery log and manual retries, and the event sink billing and metering record into.
  */
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { DbOrTx } from '../../platform/db';
@@ -52,10 +52,8 @@ export function createWebhooksService(ctx: AppContext, opts: WorkerOptions = {})
   async function create(userId: string, input: { url: string; events: string[] }) {
     const events = checkEvents(input.events);
     const url = await checkEndpointUrl(input.url, allowPrivate);
-    const [{ n }] = (await ctx.database.query<{ n: number }>(
-      sql`select count(*)::int as n from webhook_endpoints where user_id = ${userId}`,
-    )) as [{ n: number }];
-    if (n >= MAX_ENDPOINTS) throw new AppError('conflict', `an account may have at most ${MAX_ENDPOINTS} webhook endpoints`);
+    if ((await db.$count(webhookEndpoints, eq(webhookEndpoints.userId, userId))) >= MAX_ENDPOINTS)
+      throw new AppError('conflict', `an account may have at most ${MAX_ENDPOINTS} webhook endpoints`);
     const secret = `whsec_${randomBase62(32)}`;
     const now = ctx.clock.now();
     const [row] = await db

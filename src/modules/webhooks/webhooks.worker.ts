@@ -63,9 +63,13 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
   const pollMs = opts.pollMs ?? 1_000;
   const allowPrivate = ctx.config.webhooks.allowPrivate;
   const secrets = secretSealer(ctx.config.secretKey);
+  // The origin only: a receiver's URL may carry its own token in the path or query.
   const onDisabled =
     opts.onEndpointDisabled ??
-    ((userId: string, url: string) => log.warn({ user_id: userId, url }, 'webhook endpoint disabled: deliveries failed for 3 days'));
+    ((userId: string, url: string) =>
+      log.warn({ user_id: userId, origin: new URL(url).origin }, 'webhook endpoint disabled: deliveries failed for 3 days'));
+  /** Aborted at shutdown: an attempt cut short is not recorded, and is made again once its lease passes. */
+  const stopping = new AbortController();
 
   /** Claims the due deliveries (this replica's until the lease passes), with their event and endpoint. */
   async function claim(): Promise<Claimed[]> {
@@ -88,7 +92,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
   }
 
   /** One POST; answers the status (null: no answer) and the error in words. */
-  async function post(d: Claimed, body: string): Promise<{ statusCode: number | null; error: string | null }> {
+  async function post(d: Claimed, body: string): Promise<{ statusCode: number | null; error: string | null } | null> {
     const url = new URL(d.url);
     try {
       // Again at every attempt: the name may resolve elsewhere since it was saved.
@@ -104,11 +108,12 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
         body,
         // A redirect is an answer that is not 2xx: following it could reach an address never checked.
         redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]),
       });
       await res.body?.cancel().catch(() => {});
       return { statusCode: res.status, error: res.ok ? null : `HTTP ${res.status}` };
     } catch (err) {
+      if (stopping.signal.aborted) return null;
       if (err instanceof AppError) return { statusCode: null, error: err.message };
       const name = (err as Error)?.name;
       return {
@@ -127,7 +132,9 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
     });
     const startedAt = ctx.clock.now();
     const started = performance.now();
-    const { statusCode, error } = await post(d, body);
+    const outcome = await post(d, body);
+    if (!outcome) return;
+    const { statusCode, error } = outcome;
     const durationMs = Math.round(performance.now() - started);
     const attempts = d.attempts + 1;
     const now = ctx.clock.now();
@@ -136,10 +143,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
     const windowOver = !delivered && next.getTime() > Number(d.window_ms) + RETRY_WINDOW_MS;
     const status = delivered ? 'delivered' : windowOver ? 'failed' : 'pending';
     const disabled = await db.transaction(async (tx) => {
-      await tx
-        .insert(webhookAttempts)
-        .values({ id: newId('wha'), deliveryId: d.id, attemptedAt: startedAt, statusCode, error, durationMs });
-      await tx
+      const still = await tx
         .update(webhookDeliveries)
         .set({
           status,
@@ -150,7 +154,12 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
           lastError: error,
           lastDurationMs: durationMs,
         })
-        .where(eq(webhookDeliveries.id, d.id));
+        .where(eq(webhookDeliveries.id, d.id))
+        .returning({ id: webhookDeliveries.id });
+      if (!still.length) return false; // its endpoint was deleted meanwhile
+      await tx
+        .insert(webhookAttempts)
+        .values({ id: newId('wha'), deliveryId: d.id, attemptedAt: startedAt, statusCode, error, durationMs });
       if (!windowOver) return false;
       const off = await tx
         .update(webhookEndpoints)
@@ -181,9 +190,10 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
 
   let timer: ReturnType<typeof setTimeout> | null = null;
   let running: Promise<void> | null = null;
-  let stopped = false;
+  /** Polling only between start() and shutdown (a test that steps the worker never starts it). */
+  let polling = false;
   function schedule(delayMs: number) {
-    if (stopped) return;
+    if (!polling) return;
     if (timer) clearTimeout(timer);
     timer = setTimeout(loop, delayMs);
     timer.unref?.();
@@ -209,16 +219,17 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
     runOnce,
     /** Starts looking for due deliveries every pollMs until shutdown. */
     start() {
-      stopped = false;
+      polling = true;
       // Not at once: start-up has the database's first connections to itself (docs/design/start-up.md).
       schedule(pollMs);
-      ctx.onShutdown(() => {
-        stopped = true;
+      ctx.onShutdown(async () => {
+        polling = false;
         if (timer) clearTimeout(timer);
-        // Not awaited: an attempt cut short by the exit is claimed again once its lease passes.
+        stopping.abort();
+        await running;
       });
     },
-    /** Looks for due deliveries now (a manual retry, a re-enabled endpoint). */
+    /** Looks for due deliveries now (a manual retry, a re-enabled endpoint), when polling. */
     wake: () => schedule(0),
   };
 }
