@@ -2,8 +2,9 @@
  * Where an endpoint may point (SSRF): https only, and a host that resolves only to public
  * addresses: not loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local
  * (169.254/16, fe80::/10), CGNAT (100.64/10), unspecified, multicast or reserved. Checked when the
- * URL is saved and again before every delivery (a name may resolve elsewhere since: DNS
- * rebinding). WEBHOOK_ALLOW_PRIVATE=true lifts both rules (a receiver on the operator's network).
+ * URL is saved and again before every delivery, which then connects to the address checked (a
+ * name may resolve elsewhere since, or between a check and a connection: DNS rebinding).
+ * WEBHOOK_ALLOW_PRIVATE=true lifts both rules (a receiver on the operator's network).
  */
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
@@ -75,10 +76,41 @@ export async function checkEndpointUrl(raw: string, allowPrivate: boolean): Prom
   return url.toString();
 }
 
-/** Throws AppError('invalid') when the URL's host resolves to any address an endpoint may not reach. */
-export async function refusePrivate(url: URL): Promise<void> {
+/**
+ * Throws AppError('invalid') when the URL's host resolves to any address an endpoint may not
+ * reach; answers the addresses it resolved to (all of them allowed).
+ */
+export async function refusePrivate(url: URL): Promise<string[]> {
   const addresses = await addressesOf(url);
   const refused = addresses.find(isRefusedAddress);
   if (refused !== undefined)
     throw new AppError('invalid', `url must not point at a loopback, private or link-local address (${hostOf(url)} is ${refused})`);
+  return addresses;
+}
+
+/** Where a delivery connects, and what it tells the server: its Host header and TLS server name (SNI, and the name the certificate must carry). */
+export interface Target {
+  url: URL;
+  host?: string;
+  serverName?: string;
+}
+
+/**
+ * The URL with its host name replaced by `address`, and the name kept for the Host header and
+ * TLS: the request then goes to the address that was checked, not to whatever a second lookup
+ * answers (DNS rebinding between the check and the connection).
+ */
+export function pinTo(url: URL, address: string): Target {
+  const name = hostOf(url);
+  if (isIP(name)) return { url };
+  const pinned = new URL(url);
+  pinned.hostname = isIP(address) === 6 ? `[${address}]` : address;
+  return { url: pinned, host: url.host, serverName: name };
+}
+
+/** The delivery's target: checked and pinned to the first address, or the URL as saved when private addresses are allowed. */
+export async function deliveryTarget(url: URL, allowPrivate: boolean): Promise<Target> {
+  if (allowPrivate) return { url };
+  const [first] = await refusePrivate(url);
+  return pinTo(url, first!);
 }

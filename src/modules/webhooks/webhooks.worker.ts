@@ -14,7 +14,7 @@ import type { AppContext } from '../../app-context';
 import { AppError, rootMessage } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { VERSION } from '../../version';
-import { refusePrivate } from './webhooks.addresses';
+import { deliveryTarget } from './webhooks.addresses';
 import { secretSealer, signatureHeader } from './webhooks.signature';
 import { webhookAttempts, webhookDeliveries, webhookEndpoints } from './webhooks.tables';
 
@@ -95,11 +95,13 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
   async function post(d: Claimed, body: string): Promise<{ statusCode: number | null; error: string | null } | null> {
     const url = new URL(d.url);
     try {
-      // Again at every attempt: the name may resolve elsewhere since it was saved.
-      if (!allowPrivate) await refusePrivate(url);
-      const res = await fetch(url, {
+      // Checked again at every attempt (the name may resolve elsewhere since it was saved), and
+      // the connection made to the address checked.
+      const target = await deliveryTarget(url, allowPrivate);
+      const res = await fetch(target.url, {
         method: 'POST',
         headers: {
+          ...(target.host ? { host: target.host } : {}),
           'content-type': 'application/json',
           'user-agent': `cpd-webhooks/${VERSION}`,
           'cpd-event-id': d.event_id,
@@ -108,6 +110,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: WorkerOptions = {}) 
         body,
         // A redirect is an answer that is not 2xx: following it could reach an address never checked.
         redirect: 'manual',
+        ...(target.serverName ? { tls: { serverName: target.serverName } } : {}),
         signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]),
       });
       await res.body?.cancel().catch(() => {});
