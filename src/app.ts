@@ -18,6 +18,7 @@ import { createPricingService, pricingPages, pricingRoutes } from './modules/pri
 import { createDownloads, createRegistryService, registryPages, registryRoutes } from './modules/registry';
 import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
+import { createWebhooksService, type WorkerOptions, webhooksRoutes } from './modules/webhooks';
 import type { AppContext } from './app-context';
 import { type AuthMode, authenticate, authPlugin } from './platform/http/auth';
 import { credentialGate } from './platform/http/credential-gate';
@@ -29,12 +30,18 @@ import { openObjectStore } from './platform/storage';
 import { errorPlugin } from './platform/http/errors';
 import { httpMetricsPlugin, metricsRoutes } from './platform/http/metrics';
 import { requestLogPlugin } from './platform/http/request-log';
+import { toMajor } from './platform/money';
 import { VERSION } from './version';
 import { consoleRoutes } from './console';
 
 const API_SPEC_PATH = '/api/docs/json';
 
-export async function buildApp(ctx: AppContext) {
+export interface BuildOptions {
+  /** The webhook delivery worker's timings; `manual`: not started (a test steps it with deliverDue). */
+  webhooks?: WorkerOptions & { manual?: boolean };
+}
+
+export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   const accounts = createAccountsService(ctx);
   const audit = createAuditService(ctx);
   const site = createSiteService(ctx);
@@ -50,16 +57,23 @@ export async function buildApp(ctx: AppContext) {
   site.addPage({ path: '/pricing', lastmod: () => pricing.lastModified() });
   const releases = createReleasesService(ctx);
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
-  const billing = createBillingService(ctx);
+  const webhooks = createWebhooksService(ctx, { onEndpointDisabled: (userId, url) => accounts.notifications.webhookDisabled(userId, url), ...opts.webhooks });
+  if (!opts.webhooks?.manual) webhooks.startWorker();
+  const billing = createBillingService(ctx, { events: webhooks.events });
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf, keyEvents: webhooks.events });
   // Each cache LISTENs, then reads; the LISTEN connection opens once for all. One after the other
   // (start-up time, docs/design/start-up.md): the reads take well under a millisecond each on the pool's
   // one open connection, while reads side by side made the pool open two more (~5 ms of
   // PostgreSQL's CPU apiece, on the cores the start-up needs).
   await router.ready();
-  // Payment, refund and low-balance mails (nothing to do without mail).
-  await accounts.notifications.watch({ balances: billing.getBalancesMicros, onBalanceChange: billing.onBalanceChange, onMoneyEvent: billing.onMoneyEvent });
+  // Payment, refund and low-balance mails, and the balance.low webhook.
+  await accounts.notifications.watch({
+    balances: billing.getBalancesMicros,
+    onBalanceChange: billing.onBalanceChange,
+    onMoneyEvent: billing.onMoneyEvent,
+    onLowBalance: (userId, { balanceMicros, thresholdMicros }) => webhooks.emitBalanceLow(userId, { balance: toMajor(balanceMicros), threshold: toMajor(thresholdMicros) }),
+  });
   await pricing.load();
   await registry.load();
   const captures = createCapturesService(ctx, { store, keyCaptures: accounts.keyCaptures });
@@ -119,6 +133,7 @@ export async function buildApp(ctx: AppContext) {
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
+    .use(webhooksRoutes({ auth, webhooks }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
     .use(routerRoutes({ auth, router, audit }))
@@ -135,7 +150,7 @@ export async function buildApp(ctx: AppContext) {
     );
 
   gate.protect(app.routes);
-  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime, captures };
+  const services = { accounts, admin, audit, site, pricing, registry, store, releases, agents, billing, router, gateway, runtime, captures, webhooks };
   return { app, services };
 }
 

@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, fail, httpUrl, number, oneOf, pairs, parseDuration } from './config-parse';
 import { type AccountSettings, accountSettings } from './config-accounts';
 import { type RouterSettings, routerSettings } from './config-router';
+import { type WebhookSettings, webhookSettings } from './config-webhooks';
 import { nodeCrypto, randomBytes } from './platform/crypto';
 import { type LimitName, parseRateLimits, type RateLimit } from './platform/limits';
 import type { PlatformConfig } from './platform/platform-config';
@@ -90,6 +91,8 @@ export interface Config extends PlatformConfig {
   /** Mail, email verification, OAuth/OIDC providers and SMS codes (config-accounts.ts). */
   accounts: AccountSettings;
   router: RouterSettings;
+  /** WEBHOOK_ALLOW_PRIVATE (config-webhooks.ts). */
+  webhooks: WebhookSettings;
   gateway: { maxBodyBytes: number };
   runtime: RuntimeSettings;
 }
@@ -259,6 +262,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL') ?? 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     accounts: accountSettings(get, publicUrl, isLoopbackUrl(publicUrl)),
     router: routerSettings(get, routes, modelBackends),
+    webhooks: webhookSettings(get),
     gateway: {
       maxBodyBytes: get('GATEWAY_MAX_BODY') ? number('GATEWAY_MAX_BODY', get('GATEWAY_MAX_BODY')!, { min: 1024, integer: true }) : DEFAULT_GATEWAY_MAX_BODY,
     },

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { buildApp } from '../../src/app';
+import { type BuildOptions, buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import type { Clock } from '../../src/platform/clock';
 import { systemClock } from '../../src/platform/clock';
@@ -70,9 +70,13 @@ export interface TestResponse<T = any> {
   text: string;
 }
 
-export async function createTestApp(kind: DbKind = 'postgres', env: Record<string, string | undefined> = {}, opts: { clock?: Clock; testDb?: TestDatabase } = {}) {
+export async function createTestApp(
+  kind: DbKind = 'postgres',
+  env: Record<string, string | undefined> = {},
+  opts: { clock?: Clock; testDb?: TestDatabase; build?: BuildOptions } = {},
+) {
   const tc = await createTestContext(kind, env, opts);
-  const built = await buildApp(tc.ctx);
+  const built = await buildApp(tc.ctx, opts.build);
   async function request<T = any>(
     method: string,
     path: string,

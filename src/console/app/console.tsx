@@ -26,6 +26,7 @@ import { Models } from './pages/models';
 import { Transactions } from './pages/transactions';
 import { Usage } from './pages/usage';
 import { Wallet } from './pages/wallet';
+import { Webhooks } from './pages/webhooks';
 import { LanguageSwitch, Show, useGet } from './ui';
 
 const USER_NAV: Array<[string, Key]> = [
@@ -36,6 +37,7 @@ const USER_NAV: Array<[string, Key]> = [
   ['/console/captures', 'nav.captures'],
   [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
   ['/console/models', 'nav.models'],
+  ['/console/webhooks', 'nav.webhooks'],
   ['/console/account', 'nav.account'],
 ];
 const ADMIN_NAV: Array<[string, Key]> = [
@@ -90,6 +92,7 @@ function Shell() {
               <Route path="/console/invoices" component={BillingDocuments} />
               <Route path="/console/receipts" component={BillingDocuments} />
               <Route path="/console/models" component={Models} />
+              <Route path="/console/webhooks" component={Webhooks} />
               <Route path="/console/account" component={Account} />
               <Route path="/console/admin" component={AdminUsers} />
               <Route path="/console/admin/users" component={AdminUsers} />

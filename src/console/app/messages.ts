@@ -3,6 +3,7 @@ import * as mail from './messages.mail';
 import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
 import * as captures from './messages.captures';
+import * as webhooks from './messages.webhooks';
 
 const en = {
   loading: 'Loading…',
@@ -242,6 +243,7 @@ const en = {
   ...oauth.en,
   ...phone.en,
   ...captures.en,
+  ...webhooks.en,
 };
 
 export type Key = keyof typeof en;
@@ -484,6 +486,7 @@ const zh: Record<Key, string> = {
   ...oauth.zh,
   ...phone.zh,
   ...captures.zh,
+  ...webhooks.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

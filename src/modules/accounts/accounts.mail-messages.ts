@@ -13,7 +13,9 @@ export type MailContent =
   /** `document`: a receipt to open (international site) or an invoice to request (China site). */
   | { kind: 'payment_received'; amount: string; paymentId: string; link: string; document: 'receipt' | 'invoice' }
   | { kind: 'refund'; amount: string; paymentId: string }
-  | { kind: 'low_balance'; balance: string; threshold: string; link: string };
+  | { kind: 'low_balance'; balance: string; threshold: string; link: string }
+  /** `origin`: the endpoint's scheme and host only (its path may hold the receiver's own token). */
+  | { kind: 'webhook_disabled'; origin: string; link: string };
 
 interface Text {
   subject: string;
@@ -63,6 +65,11 @@ const en: Templates = {
     lines: ['The balance of your {site} wallet is {balance}, below the {threshold} you chose to be told about.', 'Top up to keep your API keys working.'],
     action: 'Top up',
   },
+  webhook_disabled: {
+    subject: 'Webhook endpoint disabled: {origin}',
+    lines: ['Deliveries to your webhook endpoint at {origin} failed for 3 days, so {site} disabled it.', 'Fix the receiver, then enable the endpoint again; failed deliveries can be retried from its delivery log.'],
+    action: 'Open webhooks',
+  },
 };
 
 const zh: Templates = {
@@ -99,6 +106,11 @@ const zh: Templates = {
     subject: '余额不足：{balance}',
     lines: ['您 {site} 钱包的余额为 {balance}，低于您设置的提醒金额 {threshold}。', '请及时充值，以免 API 密钥停止工作。'],
     action: '充值',
+  },
+  webhook_disabled: {
+    subject: 'Webhook 端点已停用：{origin}',
+    lines: ['向您位于 {origin} 的 webhook 端点投递已连续失败 3 天，{site} 已将其停用。', '修复接收端后请重新启用该端点；失败的投递可在投递记录中重试。'],
+    action: '打开 Webhooks',
   },
 };
 

@@ -23,6 +23,8 @@ export interface WalletFeed {
   balances(userIds: string[]): Promise<Map<string, bigint>>;
   onBalanceChange(listener: (userId: string) => void): Promise<void>;
   onMoneyEvent(listener: (event: MoneyEvent) => void): void;
+  /** Told of each crossing below the owner's threshold besides the mail (the balance.low webhook). */
+  onLowBalance?(userId: string, amounts: { balanceMicros: bigint; thresholdMicros: bigint }): Promise<unknown>;
 }
 
 /** Wallet changes are checked this long after the first of a batch arrives. */
@@ -81,7 +83,10 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
             .where(and(eq(users.id, w.id), eq(users.lowBalanceMicros, threshold), isNull(users.lowBalanceNotifiedAt)))
             .returning({ id: users.id });
           const locale = email.localeOf(w);
-          if (won) email.mail(w, { kind: 'low_balance', balance: money(balance, config.currency, locale), threshold: money(threshold, config.currency, locale), link: email.link('/console') });
+          if (won) {
+            email.mail(w, { kind: 'low_balance', balance: money(balance, config.currency, locale), threshold: money(threshold, config.currency, locale), link: email.link('/console') });
+            await feed.onLowBalance?.(w.id, { balanceMicros: balance, thresholdMicros: threshold });
+          }
         } else if (balance >= threshold && w.notifiedAt) {
           await db.update(users).set({ lowBalanceNotifiedAt: null }).where(and(eq(users.id, w.id), eq(users.lowBalanceMicros, threshold)));
         }
@@ -110,11 +115,14 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
   });
 
   return {
-    /** Starts listening to billing (no-op without mail); resolves once wallet changes are heard. */
+    /**
+     * Starts listening to billing; resolves once wallet changes are heard. Without mail only the
+     * low-balance crossings are watched, and only when someone else is told of them.
+     */
     async watch(wallets: WalletFeed) {
-      if (!mailEnabled) return;
+      if (!mailEnabled && !wallets.onLowBalance) return;
       feed = wallets;
-      wallets.onMoneyEvent((event) => {
+      if (mailEnabled) wallets.onMoneyEvent((event) => {
         const sent =
           event.kind === 'payment_paid'
             ? paymentPaid(event.userId, event.paymentId, event.amountMicros, event.currency)
@@ -128,6 +136,12 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
     },
 
     settings,
+
+    /** The owner of a webhook endpoint that was disabled after 3 days of failed deliveries hears of it. */
+    async webhookDisabled(userId: string, url: string) {
+      const user = await recipient(userId);
+      if (user) email.mail(user, { kind: 'webhook_disabled', origin: new URL(url).origin, link: email.link('/console/webhooks') });
+    },
 
     /**
      * PUT /api/auth/notifications {low_balance?: number | null, language?: 'en' | 'zh-CN'}: what is

@@ -48,9 +48,11 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   const ledger = createLedger(ctx, signal);
   const grants = createGrants(ctx);
   const providers = opts.providers ?? createProviders(ctx);
-  const events = createMoneyEvents(ctx.log);
-  const payments = createPayments(ctx, ledger, providers, opts, events);
-  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs }, events);
+  // Two kinds of money events: recorded in the money's own transaction (webhooks, `opts.events`)
+  // and announced after it commits (mails, `onMoneyEvent`).
+  const announcements = createMoneyEvents(ctx.log);
+  const payments = createPayments(ctx, ledger, providers, opts, announcements);
+  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs, events: opts.events }, announcements);
   const notifications = createNotifications(ctx, providers, payments, refunds);
   const adjustments = createAdjustments(ledger);
   return {
@@ -64,7 +66,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     refunds,
     /** Provider notifications (the webhook route and the sandbox checkout's buttons). */
     notifications,
-    invoices: createInvoices(ctx, payments, refunds),
+    invoices: createInvoices(ctx, payments, refunds, opts.events),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, notifications) : null,
     /**
@@ -147,7 +149,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     onBalanceChange: (listener: (userId: string) => void, resync?: () => void): Promise<void> => signal.listen(listener, resync),
 
     /** listener(event) runs in this process after a payment it settled became paid or a refund succeeded (committed). */
-    onMoneyEvent: (listener: (event: MoneyEvent) => void) => events.subscribe(listener),
+    onMoneyEvent: (listener: (event: MoneyEvent) => void) => announcements.subscribe(listener),
   };
 }
 

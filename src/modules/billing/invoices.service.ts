@@ -10,7 +10,7 @@ import { newId } from '../../platform/ids';
 import { invoices } from './billing.tables';
 import { htmlAttachment, invoiceHtml, receiptHtml } from './documents';
 import { toMajor } from './money';
-import type { Payments } from './payments.service';
+import { type BillingEvents, NO_EVENTS, type Payments } from './payments.service';
 import type { Refunds } from './refunds.service';
 
 /**
@@ -21,7 +21,7 @@ const TAX_ID = /^(?:[0-9A-HJ-NP-RTUW-Y]{18}|[0-9A-Z]{15}|[0-9A-Z]{17}|[0-9A-Z]{2
 
 type Invoice = typeof invoices.$inferSelect;
 
-export function createInvoices(ctx: AppContext, paymentsService: Payments, refunds: Refunds) {
+export function createInvoices(ctx: AppContext, paymentsService: Payments, refunds: Refunds, events: BillingEvents = NO_EVENTS) {
   const { db } = ctx.database;
   const { config } = ctx;
   const siteName = config.site === 'intl' ? 'cpd International' : 'cpd China';
@@ -38,21 +38,31 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments, refun
     const taxId = input.tax_id?.trim().toUpperCase() || null;
     if (taxId !== null && !TAX_ID.test(taxId)) throw new AppError('invalid', 'tax_id is not a valid taxpayer id');
     const p = await requirePaid(userId, input.payment_id);
-    const inserted = await db
-      .insert(invoices)
-      .values({
-        id: newId('inv'),
-        paymentId: p.id,
-        userId,
-        title,
-        taxId,
-        amountMicros: p.amountMicros,
-        currency: p.currency,
-        status: 'issued',
-        createdAt: ctx.clock.now(),
-      })
-      .onConflictDoNothing()
-      .returning();
+    // invoice.issued commits with the invoice.
+    const inserted = await db.transaction(async (tx) => {
+      const rows = await tx
+        .insert(invoices)
+        .values({
+          id: newId('inv'),
+          paymentId: p.id,
+          userId,
+          title,
+          taxId,
+          amountMicros: p.amountMicros,
+          currency: p.currency,
+          status: 'issued',
+          createdAt: ctx.clock.now(),
+        })
+        .onConflictDoNothing()
+        .returning();
+      if (rows[0])
+        await events.record(tx, {
+          userId,
+          type: 'invoice.issued',
+          data: { invoice_id: rows[0].id, payment_id: p.id, amount: toMajor(p.amountMicros), currency: p.currency },
+        });
+      return rows;
+    });
     if (inserted[0]) return invoiceView(inserted[0]);
     const existing = (await invoiceFor(userId, p.id))!;
     throw new AppError('conflict', 'an invoice already exists for this payment', {}, invoiceView(existing));

@@ -9,6 +9,7 @@ import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizz
 import type { PaymentProviderId } from '../../config';
 import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
+import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { HotCounter } from '../../platform/metrics/hot';
@@ -26,7 +27,19 @@ const KNOWN_PROVIDERS: readonly string[] = ['card', 'chat_wallet', 'app_wallet']
 
 export type Payment = typeof payments.$inferSelect;
 
+/**
+ * Where billing records what customers are notified of (the webhooks module's event sink, given by
+ * the composition root), in the transaction that moved the money: it commits or rolls back with it.
+ */
+export interface BillingEvents {
+  record(on: DbOrTx, event: { userId: string; type: 'payment.paid' | 'payment.refunded' | 'invoice.issued'; data: Record<string, unknown> }): Promise<unknown>;
+}
+
+export const NO_EVENTS: BillingEvents = { record: async () => null };
+
 export interface PaymentsOptions {
+  /** Events recorded with the money moves (default: none). */
+  events?: BillingEvents;
   /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
   pollGraceMs?: number;
   /** A failed or expired payment is asked about again at most this often while in the recheck window. */
@@ -39,7 +52,7 @@ export interface CreatePaymentInput {
   currency: string;
 }
 
-export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<PaymentProviderId, PaymentProvider>, opts: PaymentsOptions = {}, events?: MoneyEvents) {
+export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<PaymentProviderId, PaymentProvider>, opts: PaymentsOptions = {}, announce?: MoneyEvents) {
   const { db } = ctx.database;
   const { config, log } = ctx;
   const pollGraceMs = opts.pollGraceMs ?? 10_000;
@@ -52,6 +65,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   ).register(ctx.metrics);
   const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
   const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
+  const events = opts.events ?? NO_EVENTS;
 
   /** Checks in a fixed order, so the first problem is the one reported: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -294,6 +308,11 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
           reference: `payment:${p.id}`,
           description: `Top-up ${p.id} (${p.provider})`,
         });
+        await events.record(tx, {
+          userId: p.userId,
+          type: 'payment.paid',
+          data: { payment_id: p.id, provider: p.provider, amount: toMajor(p.amountMicros), currency: p.currency, paid_at: now.toISOString() },
+        });
         log.info({ payment_id: p.id, source, was: p.status }, 'payment paid and credited');
         moved = 'paid';
         return paid!;
@@ -307,7 +326,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     // Counted (and told) after the commit, so a rolled-back settlement is not.
     if (moved) counted(providerId, moved);
     if (moved === 'paid')
-      events?.emit({ kind: 'payment_paid', userId: settled.userId, paymentId: settled.id, amountMicros: settled.amountMicros, currency: settled.currency });
+      announce?.emit({ kind: 'payment_paid', userId: settled.userId, paymentId: settled.id, amountMicros: settled.amountMicros, currency: settled.currency });
     return settled;
   }
 

@@ -21,7 +21,7 @@ import { paymentRefunds, payments } from './billing.tables';
 import type { MoneyEvents } from './events';
 import type { Ledger } from './ledger';
 import { toMajor } from './money';
-import type { Payment, Payments } from './payments.service';
+import { type BillingEvents, NO_EVENTS, type Payment, type Payments } from './payments.service';
 import { type PaymentProvider, type RefundOutcome, RefundRefusedError, type RefundReport, type RefundRequest } from './providers';
 
 export type PaymentRefund = typeof paymentRefunds.$inferSelect;
@@ -38,6 +38,8 @@ export interface RefundInput {
 export interface RefundsOptions {
   /** A pending admin refund is asked about at its provider again at most this often. */
   retryEveryMs?: number;
+  /** payment.refunded is recorded with every refund or dispute debit. */
+  events?: BillingEvents;
 }
 
 /**
@@ -65,11 +67,12 @@ export function createRefunds(
   providers: Map<PaymentProviderId, PaymentProvider>,
   paymentsService: Payments,
   opts: RefundsOptions = {},
-  events?: MoneyEvents,
+  announce?: MoneyEvents,
 ) {
   const { db } = ctx.database;
   const { config, log } = ctx;
   const retryEveryMs = opts.retryEveryMs ?? 5 * 60_000;
+  const events = opts.events ?? NO_EVENTS;
 
   /** Checks the request before anything is read: amount (when given) and reason. */
   function validate(input: RefundInput): { amountMicros: bigint | null; reason: string } {
@@ -232,6 +235,18 @@ export function createRefunds(
       .update(payments)
       .set({ refundedAmountMicros: sql`${payments.refundedAmountMicros} + ${r.amountMicros}`, updatedAt: ctx.clock.now() })
       .where(eq(payments.id, p.id));
+    await events.record(tx, {
+      userId: p.userId,
+      type: 'payment.refunded',
+      data: {
+        payment_id: p.id,
+        refund_id: r.id,
+        kind: r.kind,
+        amount: toMajor(r.amountMicros),
+        currency: p.currency,
+        refunded_amount: toMajor(p.refundedAmountMicros + r.amountMicros),
+      },
+    });
     moved.push([p.provider, r.kind, 'out']);
   }
 
@@ -354,7 +369,7 @@ export function createRefunds(
       const [provider, kind, way] = m;
       if (m[2] === 'succeeded') {
         const [, , , r, p] = m;
-        if (kind === 'refund') events?.emit({ kind: 'refund_succeeded', userId: r.userId, paymentId: p.id, refundId: r.id, amountMicros: r.amountMicros, currency: p.currency });
+        if (kind === 'refund') announce?.emit({ kind: 'refund_succeeded', userId: r.userId, paymentId: p.id, refundId: r.id, amountMicros: r.amountMicros, currency: p.currency });
         continue;
       }
       paymentsService.count(provider, way === 'out' ? (kind === 'dispute' ? 'disputed' : 'refunded') : kind === 'dispute' ? 'dispute_won' : 'refund_failed');

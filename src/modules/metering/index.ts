@@ -1,5 +1,5 @@
 export { createAdmission, type Need, type Ticket } from './metering.admission';
-export { createKeyLimits, type KeyLimitsSource } from './metering.key-limits';
+export { createKeyLimits, type KeyEvents, type KeyLimitsSource } from './metering.key-limits';
 export { applyLimits, limitsView, type LimitsView } from './metering.key-limits.input';
 export { NO_LIMITS, type KeyLimits, type KeyLimitsInput, type KeyPolicy, type SpendPeriod } from './metering.key-limits.types';
 export { addGenerated, completionCounts, countGenerated, createStreamMeter, deltasOf, hasOutput, noneGenerated, type Chunk, type StreamOutcome, type UsageCounts } from './metering.meter';

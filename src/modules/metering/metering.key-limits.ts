@@ -19,6 +19,7 @@ import type { Grant } from '../billing';
 import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import { toMajor } from '../../platform/money';
 import { DEFAULT_MAX_KEYS, TokenBucketLimiter } from '../../platform/http/rate-limit';
 import { type GrantSource, type Need, type Ticket, createAdmission } from './metering.admission';
 import { type KeyBudget, createKeyGrants } from './metering.key-grants';
@@ -29,7 +30,15 @@ import { routerUsageKeyDaily } from './metering.tables';
 export type KeyLimitsSource = (keyId: string) => Promise<KeyLimits | null>;
 
 /** A key's limits once its `models` allowed the request's name (createKeyLimits' `allowed`). */
-export type AllowedKey = KeyLimits & { keyId: string };
+export type AllowedKey = KeyLimits & { keyId: string; userId?: string };
+
+/**
+ * Where key.spend_limit_reached is recorded (the webhooks module's event sink, given by the
+ * composition root); `dedupeKey` records it once per key and period, across replicas.
+ */
+export interface KeyEvents {
+  record(on: DbOrTx, event: { userId: string; type: 'key.spend_limit_reached'; data: Record<string, unknown>; dedupeKey: string }): Promise<unknown>;
+}
 
 export interface KeyLimitsOptions {
   /** This process's name in the grants table (the wallet grants' holder). */
@@ -37,6 +46,7 @@ export interface KeyLimitsOptions {
   grantTtlMs: number;
   /** How long a request at the margin waits for this key's other requests in this process to settle. */
   waitMs: number;
+  events?: KeyEvents;
 }
 
 const KEY_REFUSALS = {
@@ -120,12 +130,39 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
    * at the model: a key limited to some models learns nothing of the others, whether they exist or
    * have a backend. Null for a session caller or a key without limits.
    */
-  async function allowed(keyId: string | null, entrypoint: string): Promise<AllowedKey | null> {
+  async function allowed(keyId: string | null, entrypoint: string, userId?: string): Promise<AllowedKey | null> {
     if (!keyId) return null;
     const limits = await limitsOf(keyId);
     if (!limits) return null;
     if (limits.models && !limits.models.includes(entrypoint)) throw new AppError('forbidden', `this API key may not use "${entrypoint}"`);
-    return { ...limits, keyId };
+    return { ...limits, keyId, userId };
+  }
+
+  /** The period and limit each key was last announced as spent for (this process asks the database once per key, period and limit). */
+  const announced = new Map<string, string>();
+  /**
+   * key.spend_limit_reached, when the database found the key's committed spend at its limit: once
+   * per key and period (the event's dedupe key), off the request's path.
+   */
+  function reached(limits: AllowedKey) {
+    const budget = budgets.get(limits.keyId);
+    if (!opts.events || !limits.userId || !budget) return;
+    const periodStart = budget.periodStart.toISOString();
+    const once = `${periodStart}:${budget.limitMicros}`;
+    if (announced.get(limits.keyId) === once) return;
+    announced.set(limits.keyId, once);
+    opts.events
+      .record(db, {
+        userId: limits.userId,
+        type: 'key.spend_limit_reached',
+        // A limit raised and reached again in the same period is announced again.
+        dedupeKey: `key.spend_limit_reached:${limits.keyId}:${once}`,
+        data: { key_id: limits.keyId, spend_limit: toMajor(budget.limitMicros), spend_period: budget.period, period_start: periodStart },
+      })
+      .catch((err) => {
+        announced.delete(limits.keyId);
+        ctx.log.warn({ err, key_id: limits.keyId }, 'key.spend_limit_reached could not be recorded');
+      });
   }
 
   /**
@@ -138,7 +175,12 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
     if (limits.rpm !== null) enforceRpm(limits.keyId, limits.rpm);
     if (limits.spendLimitMicros === null) return null;
     budgetOf(limits.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
-    return admission.admit(limits.keyId, need, signal);
+    try {
+      return await admission.admit(limits.keyId, need, signal);
+    } catch (err) {
+      if (err instanceof AppError && err.message === KEY_REFUSALS.exhausted) reached(limits);
+      throw err;
+    }
   }
 
   return {

@@ -18,7 +18,7 @@ import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
-import { type Chunk, type EstimateSettings, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, tokensWithin, usdConverter } from '../metering';
+import { type Chunk, type EstimateSettings, type KeyEvents, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, tokensWithin, usdConverter } from '../metering';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
@@ -31,6 +31,8 @@ export interface RouterDeps {
   pricing: { priceOf(slug: string): Price | null };
   /** The accounts module's key limits lookup. */
   keyLimitsOf: KeyLimitsSource;
+  /** Where key.spend_limit_reached is recorded (the webhooks module's event sink). */
+  keyEvents?: KeyEvents;
   billing: UsageDebitor & {
     grants: {
       request(req: GrantRequest): Promise<GrantAnswer>;
@@ -82,7 +84,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     grantTtlMs: ctx.config.walletGrantTtlMs,
     waitMs: settings.admissionWaitMs,
   });
-  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf, { holder, grantTtlMs: ctx.config.walletGrantTtlMs, waitMs: settings.admissionWaitMs });
+  const keyLimits = createKeyLimits(ctx, deps.keyLimitsOf, { holder, grantTtlMs: ctx.config.walletGrantTtlMs, waitMs: settings.admissionWaitMs, events: deps.keyEvents });
   const usage = createUsageWriter(ctx, deps.billing, holder, admission.committed, keyLimits, {
     synchronousCommit: ctx.config.usageSynchronousCommit,
     journalDir: ctx.config.usageJournal ? join(ctx.config.dataDir, 'journal', 'usage') : null,
@@ -185,7 +187,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   async function admit(req: ChatRequest, kind: RequestKind = CHAT): Promise<Admitted> {
     const started = performance.now();
     kind.validate(req.body);
-    const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string) : null;
+    const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string, req.caller.userId) : null;
     const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
     const p = req.entrypoint ? { ...planned, entrypoint: req.entrypoint } : planned;
     if (!req.caller) return { req, plan: p, ticket: null, holdMicros: p.need.estimate, started };

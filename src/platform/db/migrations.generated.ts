@@ -18,6 +18,7 @@ import m15 from '../../../migrations/0015_payment_refunds.sql' with { type: 'tex
 import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text' };
 import m17 from '../../../migrations/0017_public_accounts.sql' with { type: 'text' };
 import m18 from '../../../migrations/0018_captures.sql' with { type: 'text' };
+import m19 from '../../../migrations/0019_webhooks.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -40,4 +41,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0016_usage_clamped', sql: m16 },
   { name: '0017_public_accounts', sql: m17 },
   { name: '0018_captures', sql: m18 },
+  { name: '0019_webhooks', sql: m19 },
 ];
