@@ -4,7 +4,7 @@
  */
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
-import { accountsRoutes, createAccountsService } from './modules/accounts';
+import { accountsRoutes, createAccountsService, createIdentities, createOAuth, oauthRoutes } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
@@ -105,6 +105,7 @@ export async function buildApp(ctx: AppContext) {
     .use(auth)
     .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
     .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
+    .use(oauthRoutes({ accounts, oauth: createOAuth(ctx), identities: createIdentities(ctx), auth, config: ctx.config }))
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))

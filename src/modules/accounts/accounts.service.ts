@@ -205,6 +205,7 @@ export function createAccountsService(ctx: AppContext) {
       email: row.email,
       phone: row.phone,
       is_admin: row.isAdmin,
+      has_password: row.passwordHash !== null,
       two_factor_enabled: row.totpSecret !== null,
       created_at: row.createdAt.toISOString(),
     };
@@ -256,13 +257,15 @@ export function createAccountsService(ctx: AppContext) {
 
   /**
    * The caller changes its own password: the current one is checked like a login (argon2, the
-   * login rate limit per account and address), and every other session of the account ends.
+   * login rate limit per account and address), and every other session of the account ends. An
+   * account without a password (made by a provider sign-in) sets its first one without it.
    */
-  async function changePassword(caller: { userId: string; sessionId: string | null }, input: { current_password: string; new_password: string }, meta: RequestMeta) {
+  async function changePassword(caller: { userId: string; sessionId: string | null }, input: { current_password?: string; new_password: string }, meta: RequestMeta) {
     const buckets = [`ip:${meta.address}`, `user:${caller.userId}`];
     enforceAll(limits.login, buckets, 'too many attempts; try again later');
     const [user] = await db.select().from(users).where(eq(users.id, caller.userId)).limit(1);
-    if (!user?.passwordHash || !(await verifyPassword(user.passwordHash, input.current_password))) throw new AppError('forbidden', 'the current password does not match');
+    if (!user) throw new AppError('unauthorized', 'account not found');
+    if (user.passwordHash && !(await verifyPassword(user.passwordHash, input.current_password ?? ''))) throw new AppError('forbidden', 'the current password does not match');
     for (const k of buckets) limits.login.refund(k);
     checkPassword(input.new_password);
     const passwordHash = await hashPassword(input.new_password);

@@ -4,3 +4,6 @@ export { loadPasswordHashing } from './accounts.passwords';
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';
 export { accountsRoutes } from './accounts.routes';
+export { createOAuth } from './accounts.oauth';
+export { createIdentities } from './accounts.identities';
+export { oauthRoutes } from './accounts.oauth.routes';
