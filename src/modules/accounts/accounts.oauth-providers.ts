@@ -41,7 +41,9 @@ function refused(err: unknown): never {
   const message = err instanceof Error ? err.message : String(err);
   // A failed check (state, nonce, signature, a bad code) is the caller's 400; a provider that does not answer is a 502.
   if (/unable to connect|ECONNREFUSED|ConnectionRefused|fetch failed|timed? ?out|aborted/i.test(message)) throw new AppError('upstream', 'the sign-in provider cannot be reached; try again later');
-  throw new AppError('invalid', `the sign-in provider's answer was refused: ${message.slice(0, 200)}`);
+  // openid-client's own cause names the check that failed (the nonce, aud, iss claim…).
+  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  throw new AppError('invalid', `the sign-in provider's answer was refused: ${`${message}${cause}`.slice(0, 200)}`);
 }
 
 function githubProvider(settings: NonNullable<OAuthSettings['github']>, redirectUri: string): Provider {
