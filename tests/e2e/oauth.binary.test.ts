@@ -22,7 +22,11 @@ describe('OAuth sign-in, against the binary', () => {
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     github = startFakeGitHubOAuth(GH);
-    op = await startOidcProvider({ clientId: 'binary-oidc', clientSecret: 'binary-oidc-secret-0123456789', redirectUri: `${origin}/api/auth/oauth/oidc/callback` });
+    op = await startOidcProvider({
+      clientId: 'binary-oidc',
+      clientSecret: 'binary-oidc-secret-0123456789',
+      redirectUri: `${origin}/api/auth/oauth/oidc/callback`,
+    });
     db = await createEmptyPostgresDatabase();
     cpd = await startBinary({
       env: {

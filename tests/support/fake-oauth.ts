@@ -57,7 +57,8 @@ export function startFakeGitHubOAuth(client: { clientId: string; clientSecret: s
       const url = new URL(request.url);
       if (url.pathname === '/login/oauth/authorize') {
         const q = url.searchParams;
-        if (q.get('client_id') !== client.clientId || !q.get('redirect_uri') || !current) return new Response('bad request', { status: 400 });
+        if (q.get('client_id') !== client.clientId || !q.get('redirect_uri') || !current)
+          return new Response('bad request', { status: 400 });
         const redirect = new URL(q.get('redirect_uri')!);
         const code = token();
         const method = q.get('code_challenge_method');
@@ -69,7 +70,11 @@ export function startFakeGitHubOAuth(client: { clientId: string; clientSecret: s
       if (url.pathname === '/login/oauth/access_token' && request.method === 'POST') {
         const form = new URLSearchParams(await request.text());
         const { id, secret } = clientCredentials(request, form);
-        if (id !== client.clientId || secret !== client.clientSecret) return json({ error: 'incorrect_client_credentials', error_description: 'The client_id and/or client_secret passed are incorrect.' });
+        if (id !== client.clientId || secret !== client.clientSecret)
+          return json({
+            error: 'incorrect_client_credentials',
+            error_description: 'The client_id and/or client_secret passed are incorrect.',
+          });
         const pending = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         const redirectUri = form.get('redirect_uri');
@@ -84,7 +89,8 @@ export function startFakeGitHubOAuth(client: { clientId: string; clientSecret: s
       const user = accessTokens.get(/^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1] ?? '');
       if (url.pathname === '/user' || url.pathname === '/user/emails') {
         if (!user) return json({ message: 'Requires authentication' }, 401);
-        if (url.pathname === '/user') return json({ id: user.id, login: user.login, email: user.emails.find((e) => e.primary)?.email ?? null });
+        if (url.pathname === '/user')
+          return json({ id: user.id, login: user.login, email: user.emails.find((e) => e.primary)?.email ?? null });
         return json(user.emails.map((e) => ({ ...e, visibility: e.primary ? 'public' : null })));
       }
       return json({ message: 'Not Found' }, 404);
@@ -113,12 +119,12 @@ export async function startFakeGoogle(client: { clientId: string; clientSecret: 
   /** Set to make the next id_token carry this nonce instead of the request's. */
   let nonceOverride: string | null = null;
   const codes = new Map<string, PendingCode<FakeGoogleUser>>();
+  let issuer = '';
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
-    async fetch(request) {
+    async fetch(request): Promise<Response> {
       const url = new URL(request.url);
-      const issuer = `http://127.0.0.1:${server.port}`;
       if (url.pathname === '/.well-known/openid-configuration')
         return Response.json({
           issuer,
@@ -135,7 +141,8 @@ export async function startFakeGoogle(client: { clientId: string; clientSecret: 
       if (url.pathname === '/oauth2/v3/certs') return Response.json({ keys: [jwk] });
       if (url.pathname === '/o/oauth2/v2/auth') {
         const q = url.searchParams;
-        if (q.get('client_id') !== client.clientId || q.get('response_type') !== 'code' || !q.get('redirect_uri') || !current) return new Response('bad request', { status: 400 });
+        if (q.get('client_id') !== client.clientId || q.get('response_type') !== 'code' || !q.get('redirect_uri') || !current)
+          return new Response('bad request', { status: 400 });
         const code = token();
         codes.set(code, { user: current, challenge: q.get('code_challenge'), redirectUri: q.get('redirect_uri')!, nonce: q.get('nonce') });
         const redirect = new URL(q.get('redirect_uri')!);
@@ -150,7 +157,13 @@ export async function startFakeGoogle(client: { clientId: string; clientSecret: 
         const pending = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         const verifier = form.get('code_verifier');
-        if (!pending || form.get('grant_type') !== 'authorization_code' || form.get('redirect_uri') !== pending.redirectUri || !verifier || s256(verifier) !== pending.challenge)
+        if (
+          !pending ||
+          form.get('grant_type') !== 'authorization_code' ||
+          form.get('redirect_uri') !== pending.redirectUri ||
+          !verifier ||
+          s256(verifier) !== pending.challenge
+        )
           return Response.json({ error: 'invalid_grant' }, { status: 400 });
         const nonce = nonceOverride ?? pending.nonce;
         nonceOverride = null;
@@ -161,13 +174,20 @@ export async function startFakeGoogle(client: { clientId: string; clientSecret: 
           .setIssuedAt()
           .setExpirationTime('1h')
           .sign(privateKey);
-        return Response.json({ access_token: `ya29.${token()}`, token_type: 'Bearer', expires_in: 3599, scope: 'openid email profile', id_token: idToken });
+        return Response.json({
+          access_token: `ya29.${token()}`,
+          token_type: 'Bearer',
+          expires_in: 3599,
+          scope: 'openid email profile',
+          id_token: idToken,
+        });
       }
       return new Response('not found', { status: 404 });
     },
   });
+  issuer = `http://127.0.0.1:${server.port}`;
   return {
-    url: `http://127.0.0.1:${server.port}`,
+    url: issuer,
     signInAs(user: FakeGoogleUser) {
       current = user;
     },
@@ -187,25 +207,33 @@ export interface OidcAccount {
 /** The real oidc-provider with one confidential client (PKCE required) and the accounts a test adds. */
 export async function startOidcProvider(client: { clientId: string; clientSecret: string; redirectUri: string }) {
   const accounts = new Map<string, OidcAccount>();
-  let handler: ((req: never, res: never) => void) | null = null;
-  const server: Server = createServer((req, res) => handler!(req as never, res as never));
+  let handler: ReturnType<Provider['callback']> | null = null;
+  const server: Server = createServer((req, res) => handler!(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const provider = new Provider(issuer, {
-    clients: [{ client_id: client.clientId, client_secret: client.clientSecret, redirect_uris: [client.redirectUri], response_types: ['code'], grant_types: ['authorization_code'] }],
+    clients: [
+      {
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        redirect_uris: [client.redirectUri],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+      },
+    ],
     pkce: { required: () => true },
     cookies: { keys: ['oidc-provider-test-cookie-key'] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
     // The email claims in the id_token itself, where a sign-in reads them.
     conformIdTokenClaims: false,
     features: { devInteractions: { enabled: true } },
-    async findAccount(_ctx, id) {
+    async findAccount(_ctx: unknown, id: string) {
       const account = accounts.get(id);
       if (!account) return undefined;
       return { accountId: id, claims: async () => ({ sub: id, ...account }) };
     },
   });
-  handler = provider.callback() as never;
+  handler = provider.callback();
   return {
     url: issuer,
     addAccount(id: string, account: OidcAccount) {
@@ -234,7 +262,11 @@ export async function driveOidcLogin(authorizationUrl: string, accountId: string
   let init: RequestInit = {};
   for (let hop = 0; hop < 20; hop++) {
     if (url.startsWith(redirectPrefix)) return url;
-    const res = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: cookieHeader() } });
+    const res = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), cookie: cookieHeader() },
+    });
     remember(res);
     init = {};
     const location = res.headers.get('location');
@@ -244,8 +276,11 @@ export async function driveOidcLogin(authorizationUrl: string, accountId: string
       continue;
     }
     const html = await res.text();
-    if (res.status !== 200 || !/\/interaction\/[^/]+$/.test(new URL(url).pathname)) throw new Error(`oidc-provider answered ${res.status} at ${url}: ${html.slice(0, 300)}`);
-    const form = html.includes('name="login"') ? { prompt: 'login', login: accountId, password: 'any' } : { prompt: 'consent' };
+    if (res.status !== 200 || !/\/interaction\/[^/]+$/.test(new URL(url).pathname))
+      throw new Error(`oidc-provider answered ${res.status} at ${url}: ${html.slice(0, 300)}`);
+    const form: Record<string, string> = html.includes('name="login"')
+      ? { prompt: 'login', login: accountId, password: 'any' }
+      : { prompt: 'consent' };
     init = { method: 'POST', body: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
   }
   throw new Error('too many redirects at the OpenID provider');

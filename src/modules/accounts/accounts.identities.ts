@@ -11,14 +11,22 @@ export function createIdentities(ctx: AppContext) {
   const { db } = ctx.database;
 
   async function list(userId: string) {
-    const rows = await db.select().from(userIdentities).where(eq(userIdentities.userId, userId)).orderBy(asc(userIdentities.createdAt), asc(userIdentities.id));
+    const rows = await db
+      .select()
+      .from(userIdentities)
+      .where(eq(userIdentities.userId, userId))
+      .orderBy(asc(userIdentities.createdAt), asc(userIdentities.id));
     return rows.map((r) => ({ id: r.id, provider: r.provider, email: r.email, created_at: r.createdAt.toISOString() }));
   }
 
   async function unlink(userId: string, identityId: string): Promise<void> {
     // The account row is locked, so two unlinks at once cannot each leave the other as the last way.
     await db.transaction(async (tx) => {
-      const [user] = await tx.select({ passwordHash: users.passwordHash, phone: users.phone }).from(users).where(eq(users.id, userId)).for('update');
+      const [user] = await tx
+        .select({ passwordHash: users.passwordHash, phone: users.phone })
+        .from(users)
+        .where(eq(users.id, userId))
+        .for('update');
       const [identity] = await tx
         .select({ id: userIdentities.id })
         .from(userIdentities)

@@ -40,7 +40,8 @@ function refused(err: unknown): never {
   if (err instanceof AppError) throw err;
   const message = err instanceof Error ? err.message : String(err);
   // A failed check (state, nonce, signature, a bad code) is the caller's 400; a provider that does not answer is a 502.
-  if (/unable to connect|ECONNREFUSED|ConnectionRefused|fetch failed|timed? ?out|aborted/i.test(message)) throw new AppError('upstream', 'the sign-in provider cannot be reached; try again later');
+  if (/unable to connect|ECONNREFUSED|ConnectionRefused|fetch failed|timed? ?out|aborted/i.test(message))
+    throw new AppError('upstream', 'the sign-in provider cannot be reached; try again later');
   // openid-client's own cause names the check that failed (the nonce, aud, iss claim…).
   const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
   throw new AppError('invalid', `the sign-in provider's answer was refused: ${`${message}${cause}`.slice(0, 200)}`);
@@ -52,7 +53,12 @@ function githubProvider(settings: NonNullable<OAuthSettings['github']>, redirect
   const api = settings.apiUrl.replace(/\/+$/, '');
   const getJson = async (path: string, accessToken: string) => {
     const res = await fetch(`${api}${path}`, {
-      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/vnd.github+json', 'user-agent': 'cpd', 'x-github-api-version': '2022-11-28' },
+      headers: {
+        authorization: `Bearer ${accessToken}`,
+        accept: 'application/vnd.github+json',
+        'user-agent': 'cpd',
+        'x-github-api-version': '2022-11-28',
+      },
       signal: AbortSignal.timeout(10_000),
     });
     if (!res.ok) throw new AppError('upstream', `GitHub answered ${res.status} to ${path}`);
@@ -62,7 +68,10 @@ function githubProvider(settings: NonNullable<OAuthSettings['github']>, redirect
     usesNonce: false,
     async authorizationUrl({ state, codeVerifier }) {
       // read:user for the id, user:email for /user/emails (the verified flags).
-      return client.createAuthorizationURLWithPKCE(`${web}/login/oauth/authorize`, state, CodeChallengeMethod.S256, codeVerifier, ['read:user', 'user:email']);
+      return client.createAuthorizationURLWithPKCE(`${web}/login/oauth/authorize`, state, CodeChallengeMethod.S256, codeVerifier, [
+        'read:user',
+        'user:email',
+      ]);
     },
     async profile(callback, { codeVerifier }) {
       const code = callback.searchParams.get('code');
@@ -120,7 +129,12 @@ function openIdProvider(settings: { clientId: string; clientSecret: string; issu
     async profile(callback, { state, codeVerifier, nonce }) {
       try {
         const c = await configuration();
-        const tokens = await oidc.authorizationCodeGrant(c, callback, { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce!, idTokenExpected: true });
+        const tokens = await oidc.authorizationCodeGrant(c, callback, {
+          pkceCodeVerifier: codeVerifier,
+          expectedState: state,
+          expectedNonce: nonce!,
+          idTokenExpected: true,
+        });
         const claims = tokens.claims();
         if (!claims) throw new AppError('invalid', 'the provider gave no id_token');
         const email = typeof claims.email === 'string' ? claims.email : null;

@@ -42,7 +42,14 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuth
     return token;
   };
   const setSession = (cookie: Cookies, token: string) =>
-    cookie[SESSION_COOKIE]!.set({ value: token, httpOnly: true, sameSite: 'lax', path: '/', secure, maxAge: Math.floor(config.sessionTtlMs / 1000) });
+    cookie[SESSION_COOKIE]!.set({
+      value: token,
+      httpOnly: true,
+      sameSite: 'lax',
+      path: '/',
+      secure,
+      maxAge: Math.floor(config.sessionTtlMs / 1000),
+    });
   const wantsJson = (request: Request) => /application\/json/i.test(request.headers.get('accept') ?? '');
 
   return new Elysia({ name: 'cpd/accounts-oauth', detail: { tags: ['accounts'] } })
@@ -52,12 +59,16 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuth
       async ({ params, cookie, redirect }) => redirect(await oauth.begin(params.provider, browserToken(cookie), null), 302),
       { params: ProviderParams, detail: { summary: 'Sign in with a provider: 302 to it (state, PKCE, nonce)' } },
     )
-    .post('/api/auth/oauth/:provider/link', async ({ caller, params, cookie }) => ({ url: await oauth.begin(params.provider, browserToken(cookie), caller.userId) }), {
-      auth: ['session'],
-      params: ProviderParams,
-      response: { 200: t.Object({ url: t.String() }) },
-      detail: { summary: 'Link a provider to your account: the URL to send the browser to' },
-    })
+    .post(
+      '/api/auth/oauth/:provider/link',
+      async ({ caller, params, cookie }) => ({ url: await oauth.begin(params.provider, browserToken(cookie), caller.userId) }),
+      {
+        auth: ['session'],
+        params: ProviderParams,
+        response: { 200: t.Object({ url: t.String() }) },
+        detail: { summary: 'Link a provider to your account: the URL to send the browser to' },
+      },
+    )
     .get(
       '/api/auth/oauth/:provider/callback',
       async ({ params, request, server, cookie, redirect }) => {
@@ -66,7 +77,8 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuth
         const browser = cookie[BROWSER_COOKIE]!.value;
         try {
           const result = await oauth.finish(params.provider, query, isBrowserToken(browser) ? browser : null);
-          if (result.kind === 'linked') return json ? { linked: result.provider } : redirect(`/console/account?linked=${result.provider}`, 302);
+          if (result.kind === 'linked')
+            return json ? { linked: result.provider } : redirect(`/console/account?linked=${result.provider}`, 302);
           const { token } = await accounts.createSession(result.userId, {
             userAgent: request.headers.get('user-agent'),
             ip: clientAddress(request, server as Server<unknown> | null, config.trustProxy),
@@ -83,7 +95,10 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuth
       },
       { params: ProviderParams, detail: { summary: 'The provider sends the browser back here' } },
     )
-    .get('/api/auth/identities', ({ caller }) => identities.list(caller.userId), { auth: ['session'], response: { 200: t.Array(Identity) } })
+    .get('/api/auth/identities', ({ caller }) => identities.list(caller.userId), {
+      auth: ['session'],
+      response: { 200: t.Array(Identity) },
+    })
     .delete(
       '/api/auth/identities/:id',
       async ({ caller, params, set }) => {

@@ -84,7 +84,8 @@ export function createOAuth(ctx: AppContext) {
         .returning();
       if (!claimed) throw new AppError('invalid', 'this sign-in is unknown, used or expired; start it again');
       linking = claimed.linkUserId !== null;
-      if (!browserToken || sha256Hex(browserToken) !== claimed.browserHash) throw new AppError('invalid', 'this sign-in was started in another browser; start it again');
+      if (!browserToken || sha256Hex(browserToken) !== claimed.browserHash)
+        throw new AppError('invalid', 'this sign-in was started in another browser; start it again');
       const denied = query.get('error');
       if (denied) throw new AppError('invalid', `the provider did not sign you in (${denied.slice(0, 100)})`);
       const redirect = new URL(callbackUrl(ctx.config.publicUrl, id as ProviderId));
@@ -125,7 +126,11 @@ export function createOAuth(ctx: AppContext) {
     const owner = await identityOwner(provider, profile.subject);
     if (owner && owner.userId !== userId) throw new AppError('conflict', 'this provider account is already linked to another account');
     if (owner) return;
-    const inserted = await db.insert(userIdentities).values(identityRow(userId, provider, profile)).onConflictDoNothing().returning({ id: userIdentities.id });
+    const inserted = await db
+      .insert(userIdentities)
+      .values(identityRow(userId, provider, profile))
+      .onConflictDoNothing()
+      .returning({ id: userIdentities.id });
     if (inserted.length === 0) throw new AppError('conflict', 'this provider account is already linked to another account');
   }
 
@@ -144,11 +149,19 @@ export function createOAuth(ctx: AppContext) {
           .where(sql`lower(${users.email}) = ${email.toLowerCase()}`)
           .limit(1)
       : [];
-    if (holder && !profile.emailVerified) throw new AppError('conflict', 'an account with this email exists; sign in to it another way and link this provider from the account page');
+    if (holder && !profile.emailVerified)
+      throw new AppError(
+        'conflict',
+        'an account with this email exists; sign in to it another way and link this provider from the account page',
+      );
     if (holder) {
       if (holder.disabled) throw new AppError('forbidden', 'this account is disabled');
       await db.transaction(async (tx) => {
-        const inserted = await tx.insert(userIdentities).values(identityRow(holder.id, provider, profile)).onConflictDoNothing().returning({ id: userIdentities.id });
+        const inserted = await tx
+          .insert(userIdentities)
+          .values(identityRow(holder.id, provider, profile))
+          .onConflictDoNothing()
+          .returning({ id: userIdentities.id });
         if (inserted.length === 0) throw new AppError('conflict', 'this sign-in happened twice at once; try again');
         // The provider vouched for the address: it is proven for this account too.
         if (!holder.emailVerifiedAt) await tx.update(users).set({ emailVerifiedAt: ctx.clock.now() }).where(eq(users.id, holder.id));
@@ -156,7 +169,8 @@ export function createOAuth(ctx: AppContext) {
       return holder.id;
     }
     if (ctx.config.registration === 'closed') throw new AppError('forbidden', 'registration is closed on this site');
-    if (!email) throw new AppError('invalid', 'the provider gave no email address; add one there, or sign up with a password and link the provider');
+    if (!email)
+      throw new AppError('invalid', 'the provider gave no email address; add one there, or sign up with a password and link the provider');
     const userId = newId('usr');
     await db.transaction(async (tx) => {
       const made = await tx
@@ -164,8 +178,16 @@ export function createOAuth(ctx: AppContext) {
         .values({ id: userId, email, passwordHash: null, emailVerifiedAt: profile.emailVerified ? ctx.clock.now() : null })
         .onConflictDoNothing()
         .returning({ id: users.id });
-      if (made.length === 0) throw new AppError('conflict', 'an account with this email exists; sign in to it another way and link this provider from the account page');
-      const inserted = await tx.insert(userIdentities).values(identityRow(userId, provider, profile)).onConflictDoNothing().returning({ id: userIdentities.id });
+      if (made.length === 0)
+        throw new AppError(
+          'conflict',
+          'an account with this email exists; sign in to it another way and link this provider from the account page',
+        );
+      const inserted = await tx
+        .insert(userIdentities)
+        .values(identityRow(userId, provider, profile))
+        .onConflictDoNothing()
+        .returning({ id: userIdentities.id });
       if (inserted.length === 0) throw new AppError('conflict', 'this sign-in happened twice at once; try again');
     });
     return userId;

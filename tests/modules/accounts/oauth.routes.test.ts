@@ -14,7 +14,11 @@ import { makeUser } from '../../support/make';
 const PUBLIC = 'http://localhost:8080';
 const GH = { clientId: 'gh-client-id', clientSecret: 'gh-client-secret' };
 const GOOGLE = { clientId: 'google-client.apps.googleusercontent.com', clientSecret: 'google-secret' };
-const OIDC = { clientId: 'cpd-oidc-client', clientSecret: 'oidc-client-secret-0123456789', redirectUri: `${PUBLIC}/api/auth/oauth/oidc/callback` };
+const OIDC = {
+  clientId: 'cpd-oidc-client',
+  clientSecret: 'oidc-client-secret-0123456789',
+  redirectUri: `${PUBLIC}/api/auth/oauth/oidc/callback`,
+};
 
 /** A browser on the app: keeps its cookies, follows nothing by itself. */
 function browser(t: TestApp) {
@@ -24,7 +28,9 @@ function browser(t: TestApp) {
     async get(pathOrUrl: string, headers: Record<string, string> = {}) {
       const url = new URL(pathOrUrl, PUBLIC);
       const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      const res = await t.app.handle(new Request(`http://localhost${url.pathname}${url.search}`, { headers: { ...(cookie ? { cookie } : {}), ...headers } }));
+      const res = await t.app.handle(
+        new Request(`http://localhost${url.pathname}${url.search}`, { headers: { ...(cookie ? { cookie } : {}), ...headers } }),
+      );
       for (const line of res.headers.getSetCookie()) {
         const [pair] = line.split(';');
         const i = pair!.indexOf('=');
@@ -33,7 +39,12 @@ function browser(t: TestApp) {
         else jar.set(pair!.slice(0, i), value);
       }
       const text = await res.text();
-      return { status: res.status, location: res.headers.get('location'), text, body: text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : null };
+      return {
+        status: res.status,
+        location: res.headers.get('location'),
+        text,
+        body: text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : null,
+      };
     },
   };
 }
@@ -45,7 +56,11 @@ async function atProvider(authorizationUrl: string): Promise<string> {
   return res.headers.get('location')!;
 }
 
-const ghUser = (id: number, email: string, verified = true): FakeGitHubUser => ({ id, login: `user${id}`, emails: [{ email, primary: true, verified }] });
+const ghUser = (id: number, email: string, verified = true): FakeGitHubUser => ({
+  id,
+  login: `user${id}`,
+  emails: [{ email, primary: true, verified }],
+});
 
 describe('sign-in with providers', () => {
   let t: TestApp;
@@ -96,7 +111,11 @@ describe('sign-in with providers', () => {
   }
 
   const userRow = async (id: string) =>
-    (await t.ctx.database.query<{ email: string; password_hash: string | null; email_verified_at: string | null }>(sql`select email, password_hash, email_verified_at from users where id = ${id}`))[0]!;
+    (
+      await t.ctx.database.query<{ email: string; password_hash: string | null; email_verified_at: string | null }>(
+        sql`select email, password_hash, email_verified_at from users where id = ${id}`,
+      )
+    )[0]!;
 
   test('the start: 302 to GitHub with state and an S256 PKCE challenge, the state stored hashed and bound to an httpOnly cookie', async () => {
     const b = browser(t);
@@ -108,7 +127,9 @@ describe('sign-in with providers', () => {
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     const state = url.searchParams.get('state')!;
     expect(state.length).toBeGreaterThanOrEqual(43);
-    const rows = await t.ctx.database.query<{ state_hash: string }>(sql`select state_hash from oauth_states where state_hash = encode(sha256(${state}::bytea), 'hex')`);
+    const rows = await t.ctx.database.query<{ state_hash: string }>(
+      sql`select state_hash from oauth_states where state_hash = encode(sha256(${state}::bytea), 'hex')`,
+    );
     expect(rows).toHaveLength(1);
     expect(b.jar.get('cpd_oauth')).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
@@ -125,7 +146,9 @@ describe('sign-in with providers', () => {
     expect(row.password_hash).toBeNull();
     expect(row.email_verified_at).not.toBeNull();
     const identities = await t.request('GET', '/api/auth/identities', { token: session });
-    expect(identities.body).toEqual([{ id: expect.any(String), provider: 'github', email: 'octo@gh.example', created_at: expect.any(String) }]);
+    expect(identities.body).toEqual([
+      { id: expect.any(String), provider: 'github', email: 'octo@gh.example', created_at: expect.any(String) },
+    ]);
 
     // The same GitHub user, whatever its email says now: the same account.
     github.signInAs(ghUser(1001, 'renamed@gh.example'));
@@ -148,7 +171,9 @@ describe('sign-in with providers', () => {
     const { res } = await signIn(t, 'github', { accept: 'application/json' });
     expect(res.body.user.id).toBe(owner.id);
     expect((await userRow(owner.id)).email_verified_at).not.toBeNull();
-    expect((await t.request('GET', '/api/auth/identities', { token: owner.token })).body.map((i: { provider: string }) => i.provider)).toEqual(['github']);
+    expect(
+      (await t.request('GET', '/api/auth/identities', { token: owner.token })).body.map((i: { provider: string }) => i.provider),
+    ).toEqual(['github']);
   });
 
   test('an unverified email never matches: refused when an account holds it, else a new account whose email stays unverified', async () => {
@@ -295,7 +320,9 @@ describe('sign-in with providers', () => {
     expect((await t.request('POST', '/api/auth/password', { token, body: { new_password: 'a-first-password' } })).status).toBe(204);
     expect((await t.request('GET', '/api/auth/me', { token })).body.has_password).toBe(true);
     expect((await t.request('DELETE', `/api/auth/identities/${identity.id}`, { token })).status).toBe(204);
-    expect((await t.request('POST', '/api/auth/login', { body: { identifier: 'only-way@op.example', password: 'a-first-password' } })).status).toBe(200);
+    expect(
+      (await t.request('POST', '/api/auth/login', { body: { identifier: 'only-way@op.example', password: 'a-first-password' } })).status,
+    ).toBe(200);
     // With a password now, changing it needs the current one again.
     expect((await t.request('POST', '/api/auth/password', { token, body: { new_password: 'a-second-password' } })).status).toBe(403);
   });

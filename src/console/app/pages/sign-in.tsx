@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { t } from '../locale';
 import { Field, LanguageSwitch, Page, errorText } from '../ui';
+import { ProviderButtons } from './oauth';
 
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {
@@ -73,6 +74,7 @@ export function Login() {
             </button>
           </form>
         )}
+        {challenge === null && <ProviderButtons />}
         <p>
           <a href="/signup">{t('login.toSignup')}</a>
         </p>
@@ -126,6 +128,7 @@ export function Signup() {
             {t('signup.submit')}
           </button>
         </form>
+        <ProviderButtons signUp />
         <p>
           <a href="/login">{t('signup.toLogin')}</a>
         </p>
