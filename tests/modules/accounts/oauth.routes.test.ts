@@ -232,6 +232,12 @@ describe('sign-in with providers', () => {
     expect((await b.get('/api/auth/oauth/myspace/callback?state=x&code=y')).status).toBe(302);
     expect((await b.get('/api/auth/oauth/myspace/callback?state=x&code=y', { accept: 'application/json' })).status).toBe(404);
     expect((await b.get('/api/auth/oauth/github/callback', { accept: 'application/json' })).status).toBe(400);
+    // A malformed browser cookie is no binding: refused like a missing one.
+    const fresh = browser(t);
+    const begun = await fresh.get('/api/auth/oauth/github');
+    const back = await atProvider(begun.location!);
+    const mangled = await fresh.get(back, { accept: 'application/json', cookie: 'cpd_oauth=%E0%A4%A' });
+    expect(mangled.status).toBe(400);
   });
 
   test('a disabled account cannot sign in with its provider', async () => {

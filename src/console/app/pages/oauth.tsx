@@ -34,7 +34,8 @@ export function ProviderButtons({ signUp = false }: { signUp?: boolean }) {
         <div class="providers">
           <p>{t('oauth.or')}</p>
           {providers.map((id) => (
-            <a key={id} class="button" href={`/api/auth/oauth/${id}`} data-provider={id}>
+            // target=_top: a full page load to the server (the console's router takes same-origin links with no target).
+            <a key={id} class="button" href={`/api/auth/oauth/${id}`} target="_top" data-provider={id}>
               {t(signUp ? 'oauth.signUpWith' : 'oauth.signInWith', { name: providerName(id, site.data!.features.oidc_name) })}
             </a>
           ))}
