@@ -105,7 +105,9 @@ export async function buildApp(ctx: AppContext) {
     .use(auth)
     .use(metricsRoutes({ registry: ctx.metrics, token: ctx.config.metricsToken }))
     .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
-    .use(oauthRoutes({ accounts, oauth: createOAuth(ctx), identities: createIdentities(ctx), auth, config: ctx.config }))
+    .use(
+      oauthRoutes({ accounts, oauth: createOAuth(ctx), identities: createIdentities(ctx), auth, config: ctx.config, startLimiter: namedLimiter(ctx, 'oauth_start') }),
+    )
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))

@@ -12,6 +12,7 @@ import type { Server } from 'bun';
 import type { Config } from '../../config';
 import { type authPlugin, SESSION_COOKIE } from '../../platform/http/auth';
 import { clientAddress } from '../../platform/http/client-address';
+import type { TokenBucketLimiter } from '../../platform/http/rate-limit';
 import type { createIdentities } from './accounts.identities';
 import { isBrowserToken, newBrowserToken, type OAuth, OAuthCallbackError } from './accounts.oauth';
 import type { AccountsService } from './accounts.service';
@@ -26,12 +27,14 @@ export interface OAuthRoutesDeps {
   identities: ReturnType<typeof createIdentities>;
   auth: ReturnType<typeof authPlugin>;
   config: Config;
+  /** oauth_start, per client address: each start stores a state row until its callback or expiry. */
+  startLimiter: TokenBucketLimiter;
 }
 
 const ProviderParams = t.Object({ provider: t.String({ minLength: 1, maxLength: 40 }) });
 const Identity = t.Object({ id: t.String(), provider: t.String(), email: t.Nullable(t.String()), created_at: t.String() });
 
-export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuthRoutesDeps) => {
+export const oauthRoutes = ({ accounts, oauth, identities, auth, config, startLimiter }: OAuthRoutesDeps) => {
   const secure = config.publicUrl.startsWith('https:');
   type Cookies = Record<string, Cookie<unknown>>;
   /** The browser's binding: kept while it lives, so two sign-ins started in two tabs both finish. */
@@ -50,18 +53,26 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config }: OAuth
       secure,
       maxAge: Math.floor(config.sessionTtlMs / 1000),
     });
+  const limitStart = (request: Request, server: Server<unknown> | null) =>
+    startLimiter.enforce(`ip:${clientAddress(request, server, config.trustProxy)}`, 1, 'too many sign-ins started; try again later');
   const wantsJson = (request: Request) => /application\/json/i.test(request.headers.get('accept') ?? '');
 
   return new Elysia({ name: 'cpd/accounts-oauth', detail: { tags: ['accounts'] } })
     .use(auth)
     .get(
       '/api/auth/oauth/:provider',
-      async ({ params, cookie, redirect }) => redirect(await oauth.begin(params.provider, browserToken(cookie), null), 302),
+      async ({ params, cookie, redirect, request, server }) => {
+        limitStart(request, server as Server<unknown> | null);
+        return redirect(await oauth.begin(params.provider, browserToken(cookie), null), 302);
+      },
       { params: ProviderParams, detail: { summary: 'Sign in with a provider: 302 to it (state, PKCE, nonce)' } },
     )
     .post(
       '/api/auth/oauth/:provider/link',
-      async ({ caller, params, cookie }) => ({ url: await oauth.begin(params.provider, browserToken(cookie), caller.userId) }),
+      async ({ caller, params, cookie, request, server }) => {
+        limitStart(request, server as Server<unknown> | null);
+        return { url: await oauth.begin(params.provider, browserToken(cookie), caller.userId) };
+      },
       {
         auth: ['session'],
         params: ProviderParams,

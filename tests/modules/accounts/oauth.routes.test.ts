@@ -65,6 +65,7 @@ const ghUser = (id: number, email: string, verified = true): FakeGitHubUser => (
 describe('sign-in with providers', () => {
   let t: TestApp;
   let closed: TestApp;
+  let limited: TestApp;
   let db: TestDatabase;
   let github: ReturnType<typeof startFakeGitHubOAuth>;
   let google: Awaited<ReturnType<typeof startFakeGoogle>>;
@@ -87,14 +88,17 @@ describe('sign-in with providers', () => {
       OIDC_CLIENT_ID: OIDC.clientId,
       OIDC_CLIENT_SECRET: OIDC.clientSecret,
       OIDC_NAME: 'Company SSO',
+      RATE_LIMITS: 'oauth_start=1000/1m',
     };
     db = await createTestDatabase('postgres');
     t = await createTestApp('postgres', env, { testDb: db });
     closed = await createTestApp('postgres', { ...env, REGISTRATION: 'closed' }, { testDb: db });
+    limited = await createTestApp('postgres', { ...env, RATE_LIMITS: 'oauth_start=3/1h', TRUST_PROXY: 'true' }, { testDb: db });
   });
   afterAll(async () => {
     await t.close();
     await closed.close();
+    await limited.close();
     await db.drop();
     github.stop();
     google.stop();
@@ -349,6 +353,18 @@ describe('sign-in with providers', () => {
     const res = await t.request('POST', '/api/auth/login', { body: { identifier: 'no-password@gh.example', password: 'anything-at-all' } });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ error: 'invalid identifier or password' });
+  });
+
+  test('starts are rate limited per client address (429 with Retry-After), and a limited start stores nothing', async () => {
+    const start = (address: string) => limited.request('GET', '/api/auth/oauth/github', { headers: { 'x-forwarded-for': address } });
+    const before = await limited.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from oauth_states`);
+    expect([(await start('10.9.0.1')).status, (await start('10.9.0.1')).status, (await start('10.9.0.1')).status]).toEqual([302, 302, 302]);
+    const refused = await start('10.9.0.1');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    const after = await limited.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from oauth_states`);
+    expect(after[0]!.n - before[0]!.n).toBe(3);
+    expect((await start('10.9.0.2')).status).toBe(302);
   });
 
   test('identities need a session; linking needs one too', async () => {
