@@ -5,6 +5,7 @@
  * Navigations to the fake are expected; every other request to another origin is a problem.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { type ConsoleSite, startConsoleSite } from '../support/console-site';
@@ -83,5 +84,36 @@ describe('sign-in with GitHub in the console', () => {
     await zh.page.getByRole('link', { name: '使用 GitHub 注册' }).waitFor();
     expect(unexpected(zh.problems)).toEqual([]);
     await zh.page.context().close();
+  }, 90_000);
+
+  test('an account with 2FA signs in with GitHub, then gives its code on /login', async () => {
+    github.signInAs({ id: 79, login: 'careful', emails: [{ email: 'careful@gh.example', primary: true, verified: true }] });
+    const { page, problems } = await openPage(browser, site.url);
+    await page.goto(`${site.url}/login`);
+    await page.getByRole('link', { name: 'Sign in with GitHub' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    // 2FA turned on through the API with this browser's session.
+    const session = (await page.context().cookies()).find((c) => c.name === 'cpd_session')!.value;
+    const call = (path: string, body?: unknown) =>
+      fetch(`${site.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${session}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body ?? {}),
+      });
+    const { secret } = (await (await call('/api/auth/2fa/setup')).json()) as { secret: string };
+    const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
+    const enabled = (await (await call('/api/auth/2fa/enable', { code: await totp.generate({ secret }) })).json()) as {
+      recovery_codes: string[];
+    };
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(`${site.url}/login`);
+    await page.getByRole('link', { name: 'Sign in with GitHub' }).click();
+    await page.getByLabel('Code').fill(enabled.recovery_codes[0]!);
+    expect(new URL(page.url()).hash).toBe('');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    expect(unexpected(problems)).toEqual([]);
+    await page.context().close();
   }, 90_000);
 });

@@ -2,7 +2,8 @@
  * Sign-in with OAuth/OpenID providers and the linked identities (docs/accounts/oauth.md):
  *   GET  /api/auth/oauth/{provider}            302 to the provider (a sign-in)
  *   POST /api/auth/oauth/{provider}/link       (session) {url}: the console sends the browser there to link
- *   GET  /api/auth/oauth/{provider}/callback   cpd_session + 302 /console, or {token, user} for Accept: application/json
+ *   GET  /api/auth/oauth/{provider}/callback   cpd_session + 302 /console, or {token, user} for Accept: application/json;
+ *        an account with 2FA gets the login's challenge instead (302 /login#two_factor=…, or the JSON)
  *   GET  /api/auth/identities, DELETE /api/auth/identities/{id}
  * A failed callback is 4xx {error} for a JSON caller; a browser is sent back to /login (or, when
  * linking, to the account page) with `?oauth_error=…`, since a provider's redirect lands there.
@@ -90,13 +91,16 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config, startLi
           const result = await oauth.finish(params.provider, query, isBrowserToken(browser) ? browser : null);
           if (result.kind === 'linked')
             return json ? { linked: result.provider } : redirect(`/console/account?linked=${result.provider}`, 302);
-          const { token } = await accounts.createSession(result.userId, {
+          const signedIn = await accounts.signInProven(result.userId, {
+            address: clientAddress(request, server as Server<unknown> | null, config.trustProxy),
             userAgent: request.headers.get('user-agent'),
-            ip: clientAddress(request, server as Server<unknown> | null, config.trustProxy),
-            signIn: true,
           });
-          setSession(cookie, token);
-          if (json) return { token, user: (await accounts.getUser(result.userId))! };
+          if (json) {
+            if ('token' in signedIn) setSession(cookie, signedIn.token);
+            return signedIn;
+          }
+          if (!('token' in signedIn)) return redirect(`/login#two_factor=${encodeURIComponent(signedIn.challenge_token)}`, 302);
+          setSession(cookie, signedIn.token);
           return redirect('/console', 302);
         } catch (err) {
           if (!(err instanceof OAuthCallbackError)) throw err;

@@ -160,13 +160,25 @@ export function createAccountsService(ctx: AppContext) {
       await db.update(users).set({ passwordHash: await hashPassword(input.password) }).where(eq(users.id, user.id));
     }
     if (!user.totpSecret) return signedIn(user, meta);
+    return startChallenge(user.id);
+  }
 
+  /** The second factor's wait: the token the 2FA step presents with its code. */
+  async function startChallenge(userId: string): Promise<LoginResult> {
     const challengeToken = newSecretToken();
     const now = ctx.clock.now();
     const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
-    await db.delete(loginChallenges).where(and(eq(loginChallenges.userId, user.id), lte(loginChallenges.expiresAt, now)));
-    await db.insert(loginChallenges).values({ id: newId('chl'), userId: user.id, tokenHash: sha256Hex(challengeToken), expiresAt });
+    await db.delete(loginChallenges).where(and(eq(loginChallenges.userId, userId), lte(loginChallenges.expiresAt, now)));
+    await db.insert(loginChallenges).values({ id: newId('chl'), userId, tokenHash: sha256Hex(challengeToken), expiresAt });
     return { two_factor_required: true, challenge_token: challengeToken, expires_at: expiresAt.toISOString() };
+  }
+
+  /** A sign-in proven another way (a provider): a session, or the 2FA step when the account has 2FA on, as after a password. */
+  async function signInProven(userId: string, meta: RequestMeta): Promise<LoginResult> {
+    const [user] = await db.select().from(users).where(eq(users.id, userId)).limit(1);
+    if (!user) throw new AppError('unauthorized', 'account not found');
+    if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
+    return user.totpSecret ? startChallenge(user.id) : signedIn(user, meta);
   }
 
   /** Second step of a 2FA login: a live challenge and a TOTP or recovery code. The fifth wrong code ends the challenge. */
@@ -305,6 +317,7 @@ export function createAccountsService(ctx: AppContext) {
     resolver,
     register,
     login,
+    signInProven,
     verifyChallenge,
     me,
     listSessions,

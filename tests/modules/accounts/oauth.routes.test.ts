@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
+import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import { createTestApp, type TestApp } from '../../support/app';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { driveOidcLogin, type FakeGitHubUser, startFakeGitHubOAuth, startFakeGoogle, startOidcProvider } from '../../support/fake-oauth';
@@ -345,6 +346,31 @@ describe('sign-in with providers', () => {
     expect(t.ctx.config.accounts.sms).not.toBeNull(); // loopback PUBLIC_URL: SMS codes to the log
     await t.ctx.database.query(sql`update users set phone = '+15550100001' where id = ${made.res.body.user.id}`);
     expect((await t.request('DELETE', `/api/auth/identities/${identity.id}`, { token })).status).toBe(204);
+  });
+
+  test('an account with 2FA gets the 2FA step after a provider sign-in, as after a password', async () => {
+    github.signInAs(ghUser(1012, 'twofa@gh.example'));
+    const token = (await signIn(t, 'github', { accept: 'application/json' })).res.body.token;
+    const setup = await t.request('POST', '/api/auth/2fa/setup', { token });
+    const totp = new TOTP({ crypto: new NobleCryptoPlugin(), base32: new ScureBase32Plugin() });
+    const enable = await t.request('POST', '/api/auth/2fa/enable', {
+      token,
+      body: { code: await totp.generate({ secret: setup.body.secret }) },
+    });
+    expect(enable.status).toBe(200);
+
+    const json = await signIn(t, 'github', { accept: 'application/json' });
+    expect(json.res.body).toEqual({ two_factor_required: true, challenge_token: expect.any(String), expires_at: expect.any(String) });
+    expect(json.b.jar.has('cpd_session')).toBe(false);
+    const page = await signIn(t, 'github');
+    expect(page.res.location).toMatch(/^\/login#two_factor=[A-Za-z0-9_-]{43}$/);
+    expect(page.b.jar.has('cpd_session')).toBe(false);
+    const challenge = page.res.location!.slice('/login#two_factor='.length);
+    const verified = await t.request('POST', '/api/auth/2fa/verify', {
+      body: { challenge_token: challenge, code: enable.body.recovery_codes[0] },
+    });
+    expect(verified.status).toBe(200);
+    expect(verified.body.user.email).toBe('twofa@gh.example');
   });
 
   test('a password login to an account without a password is the usual 401', async () => {

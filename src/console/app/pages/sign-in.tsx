@@ -13,9 +13,16 @@ function afterSignIn() {
 
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };
 
+/** A provider sign-in of a 2FA account lands on /login#two_factor=<challenge>: in the fragment, so no server or Referer sees it. */
+function challengeFromProvider(): string | null {
+  const challenge = new URLSearchParams(location.hash.slice(1)).get('two_factor');
+  if (challenge) history.replaceState(null, '', location.pathname + location.search);
+  return challenge;
+}
+
 export function Login() {
   const [errors, setErrors] = useState<{ identifier?: string; password?: string; code?: string }>({});
-  const [challenge, setChallenge] = useState<string | null>(null);
+  const [challenge, setChallenge] = useState<string | null>(challengeFromProvider);
   const [busy, setBusy] = useState(false);
 
   async function submit(e: Event) {
