@@ -4,7 +4,7 @@
  * verified primary email; Google and any other issuer are OpenID providers (openid-client), found
  * by discovery, whose id_token is checked (signature by the JWKS, iss, aud, exp, nonce).
  */
-import { CodeChallengeMethod, OAuth2Client } from 'arctic';
+import { ArcticFetchError, CodeChallengeMethod, OAuth2Client } from 'arctic';
 import * as oidc from 'openid-client';
 import type { OAuthSettings } from '../../config-accounts';
 import { AppError } from '../../platform/errors';
@@ -35,12 +35,12 @@ export interface Provider {
 
 const isLoopback = (url: URL) => ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
 
-/** A provider answer we cannot use: its words go to the log, the user gets a plain 400/502. */
+/** A provider answer we cannot use: 400 naming the check that failed, or 502 when the provider did not answer. */
 function refused(err: unknown): never {
   if (err instanceof AppError) throw err;
   const message = err instanceof Error ? err.message : String(err);
   // A failed check (state, nonce, signature, a bad code) is the caller's 400; a provider that does not answer is a 502.
-  if (/unable to connect|ECONNREFUSED|ConnectionRefused|fetch failed|timed? ?out|aborted/i.test(message))
+  if (err instanceof ArcticFetchError || /unable to connect|ECONNREFUSED|ConnectionRefused|fetch failed|timed? ?out|aborted/i.test(message))
     throw new AppError('upstream', 'the sign-in provider cannot be reached; try again later');
   // openid-client's own cause names the check that failed (the nonce, aud, iss claim…).
   const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';

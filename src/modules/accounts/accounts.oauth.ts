@@ -97,7 +97,8 @@ export function createOAuth(ctx: AppContext) {
       }
       return { kind: 'signed_in', userId: await accountFor(id as ProviderId, profile) };
     } catch (err) {
-      const error = err instanceof AppError ? err : new AppError('invalid', 'the sign-in failed; start it again');
+      // Provider answers are AppErrors already (accounts.oauth-providers.ts); anything else is ours (the database).
+      const error = err instanceof AppError ? err : new AppError('unavailable', 'the sign-in could not be finished; try again');
       if (!(err instanceof AppError)) ctx.log.warn({ err, provider: id }, 'oauth callback failed');
       throw new OAuthCallbackError(error, linking);
     }

@@ -11,6 +11,7 @@ import { createTestApp, type TestApp } from '../../support/app';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { driveOidcLogin, type FakeGitHubUser, startFakeGitHubOAuth, startFakeGoogle, startOidcProvider } from '../../support/fake-oauth';
 import { makeUser } from '../../support/make';
+import { freePort } from '../../support/ports';
 
 const PUBLIC = 'http://localhost:8080';
 const GH = { clientId: 'gh-client-id', clientSecret: 'gh-client-secret' };
@@ -391,6 +392,37 @@ describe('sign-in with providers', () => {
     const after = await limited.ctx.database.query<{ n: number }>(sql`select count(*)::int as n from oauth_states`);
     expect(after[0]!.n - before[0]!.n).toBe(3);
     expect((await start('10.9.0.2')).status).toBe(302);
+  });
+
+  test('a provider that does not answer: 502 {error}, at the start (OpenID discovery) or at the callback (GitHub token exchange)', async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const down = await createTestApp(
+      'postgres',
+      {
+        PUBLIC_URL: PUBLIC,
+        GITHUB_CLIENT_ID: 'x',
+        GITHUB_CLIENT_SECRET: 'y',
+        GITHUB_OAUTH_URL: nowhere,
+        GITHUB_API_URL: nowhere,
+        OIDC_ISSUER: nowhere,
+        OIDC_CLIENT_ID: 'x',
+        OIDC_CLIENT_SECRET: 'y',
+      },
+      { testDb: db },
+    );
+    try {
+      const b = browser(down);
+      const oidc = await b.get('/api/auth/oauth/oidc');
+      expect(oidc.status).toBe(502);
+      expect(oidc.body).toEqual({ error: expect.any(String) });
+      const start = await b.get('/api/auth/oauth/github');
+      const state = new URL(start.location!).searchParams.get('state')!;
+      const back = await b.get(`/api/auth/oauth/github/callback?code=c&state=${state}`, { accept: 'application/json' });
+      expect(back.status).toBe(502);
+      expect(back.body).toEqual({ error: 'the sign-in provider cannot be reached; try again later' });
+    } finally {
+      await down.close();
+    }
   });
 
   test('identities need a session; linking needs one too', async () => {
