@@ -4,7 +4,7 @@
  */
 import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
-import { accountEmailRoutes, accountsRoutes, createAccountsService, createPhoneCodes, phoneRoutes } from './modules/accounts';
+import { accountEmailRoutes, accountsRoutes, createAccountsService, createIdentities, createOAuth, createPhoneCodes, oauthRoutes, phoneRoutes } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
@@ -126,6 +126,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(accountsRoutes({ accounts, auth, config: ctx.config, keyPolicy: { isModel: router.isModel, spentBy: router.keySpentBy } }))
     .use(accountEmailRoutes({ accounts, auth, config: ctx.config }))
     .use(phoneRoutes({ phoneCodes: createPhoneCodes(ctx, accounts), config: ctx.config }))
+    .use(
+      oauthRoutes({ accounts, oauth: createOAuth(ctx), identities: createIdentities(ctx), auth, config: ctx.config, startLimiter: namedLimiter(ctx, 'oauth_start') }),
+    )
     .use(siteRoutes(site))
     .use(pricingRoutes({ auth, pricing, audit }))
     .use(pricingPages({ pricing, config: ctx.config }))

@@ -20,6 +20,8 @@ export const namedLimits = {
   login_address: { capacity: 30, refillPerSec: 30 / 60 },
   /** Registrations, per email and per client address. */
   register: { capacity: 10, refillPerSec: 10 / 3600 },
+  /** Sign-ins with a provider started (each stores a state row until its callback), per client address. */
+  oauth_start: { capacity: 30, refillPerSec: 30 / 60 },
   /** 2FA code attempts (verify, enable, disable), per challenge or account and per client address. */
   twofa: { capacity: 10, refillPerSec: 10 / 60 },
   /** Model downloads, per credential (session user or API key). */

@@ -54,7 +54,7 @@ describe('named limits', () => {
     const config = loadConfig({ RATE_LIMITS: 'download=2/1m, gateway=5/1s' });
     expect(config.rateLimits).toEqual({ download: { capacity: 2, refillPerSec: 2 / 60 }, gateway: { capacity: 5, refillPerSec: 5 } });
     const limiters = createLimiters({ config, clock });
-    expect(Object.keys(limiters).sort()).toEqual(['agents_anonymous', 'download', 'gateway', 'login', 'login_address', 'register', 'twofa']);
+    expect(Object.keys(limiters).sort()).toEqual(['agents_anonymous', 'download', 'gateway', 'login', 'login_address', 'oauth_start', 'register', 'twofa']);
     expect(limiters.login.limit).toEqual(namedLimits.login);
     limiters.download.enforce('u');
     limiters.download.enforce('u');

@@ -7,6 +7,8 @@ export interface Me {
   email: string | null;
   phone: string | null;
   is_admin: boolean;
+  /** false: an account made by a provider sign-in, which sets its first password without a current one. */
+  has_password: boolean;
   two_factor_enabled: boolean;
   email_verified: boolean;
   created_at: string;

@@ -17,7 +17,10 @@ export const LoginBody = t.Object({
 
 export const VerifyBody = t.Object({ challenge_token: t.String({ minLength: 1, maxLength: 128 }), code });
 export const CodeBody = t.Object({ code });
-export const ChangePasswordBody = t.Object({ current_password: t.String({ minLength: 1, maxLength: 128 }), new_password: password });
+export const ChangePasswordBody = t.Object({
+  current_password: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'required when the account has a password' })),
+  new_password: password,
+});
 const keyName = t.String({ minLength: 1, maxLength: 100 });
 const Limits = {
   models: t.Optional(t.Nullable(t.Array(t.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 200, description: 'allowed model slugs or route names' }))),
@@ -44,6 +47,7 @@ export const Me = t.Object({
   email: t.Union([t.String(), t.Null()]),
   phone: t.Nullable(t.String()),
   is_admin: t.Boolean(),
+  has_password: t.Boolean(),
   two_factor_enabled: t.Boolean(),
   email_verified: t.Boolean(),
   created_at: t.String(),

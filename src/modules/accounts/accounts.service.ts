@@ -209,17 +209,31 @@ export function createAccountsService(ctx: AppContext) {
   }
 
   /**
-   * The last step of every sign-in that proved who the caller is (a password, a phone code): a
-   * session, or the 2FA challenge when the account has 2FA, so no way in skips the second factor.
+   * The last step of every sign-in that proved who the caller is (a password, a phone code, a
+   * provider): a session, or the 2FA challenge when the account has 2FA, so no way in skips the
+   * second factor.
    */
   async function signInOrChallenge(user: UserView & { totpSecret: string | null }, meta: RequestMeta): Promise<LoginResult> {
     if (!user.totpSecret) return signedIn(user, meta);
+    return startChallenge(user.id);
+  }
+
+  /** The second factor's wait: the token the 2FA step presents with its code. */
+  async function startChallenge(userId: string): Promise<LoginResult> {
     const challengeToken = newSecretToken();
     const now = ctx.clock.now();
     const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
-    await db.delete(loginChallenges).where(and(eq(loginChallenges.userId, user.id), lte(loginChallenges.expiresAt, now)));
-    await db.insert(loginChallenges).values({ id: newId('chl'), userId: user.id, tokenHash: sha256Hex(challengeToken), expiresAt });
+    await db.delete(loginChallenges).where(and(eq(loginChallenges.userId, userId), lte(loginChallenges.expiresAt, now)));
+    await db.insert(loginChallenges).values({ id: newId('chl'), userId, tokenHash: sha256Hex(challengeToken), expiresAt });
     return { two_factor_required: true, challenge_token: challengeToken, expires_at: expiresAt.toISOString() };
+  }
+
+  /** A sign-in proven another way (a provider): a session, or the 2FA step when the account has 2FA on, as after a password. */
+  async function signInProven(userId: string, meta: RequestMeta): Promise<LoginResult> {
+    const [user] = await db.select().from(users).where(eq(users.id, userId)).limit(1);
+    if (!user) throw new AppError('unauthorized', 'account not found');
+    if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
+    return signInOrChallenge(user, meta);
   }
 
   /** Second step of a 2FA login: a live challenge and a TOTP or recovery code. The fifth wrong code ends the challenge. */
@@ -258,6 +272,7 @@ export function createAccountsService(ctx: AppContext) {
       email: row.email,
       phone: row.phone,
       is_admin: row.isAdmin,
+      has_password: row.passwordHash !== null,
       two_factor_enabled: row.totpSecret !== null,
       email_verified: row.emailVerifiedAt !== null,
       created_at: row.createdAt.toISOString(),
@@ -310,13 +325,15 @@ export function createAccountsService(ctx: AppContext) {
 
   /**
    * The caller changes its own password: the current one is checked like a login (argon2, the
-   * login rate limit per account and address), and every other session of the account ends.
+   * login rate limit per account and address), and every other session of the account ends. An
+   * account without a password (made by a provider sign-in) sets its first one without it.
    */
-  async function changePassword(caller: { userId: string; sessionId: string | null }, input: { current_password: string; new_password: string }, meta: RequestMeta) {
+  async function changePassword(caller: { userId: string; sessionId: string | null }, input: { current_password?: string; new_password: string }, meta: RequestMeta) {
     const buckets = [`ip:${meta.address}`, `user:${caller.userId}`];
     enforceAll(limits.login, buckets, 'too many attempts; try again later');
     const [user] = await db.select().from(users).where(eq(users.id, caller.userId)).limit(1);
-    if (!user?.passwordHash || !(await verifyPassword(user.passwordHash, input.current_password))) throw new AppError('forbidden', 'the current password does not match');
+    if (!user) throw new AppError('unauthorized', 'account not found');
+    if (user.passwordHash && !(await verifyPassword(user.passwordHash, input.current_password ?? ''))) throw new AppError('forbidden', 'the current password does not match');
     for (const k of buckets) limits.login.refund(k);
     checkPassword(input.new_password);
     const passwordHash = await hashPassword(input.new_password);
@@ -358,6 +375,7 @@ export function createAccountsService(ctx: AppContext) {
     register,
     login,
     signInOrChallenge,
+    signInProven,
     verifyChallenge,
     me,
     listSessions,

@@ -7,3 +7,6 @@ export { accountsRoutes } from './accounts.routes';
 export { accountEmailRoutes } from './accounts.email.routes';
 export { createPhoneCodes } from './accounts.phone';
 export { phoneRoutes } from './accounts.phone.routes';
+export { createOAuth } from './accounts.oauth';
+export { createIdentities } from './accounts.identities';
+export { oauthRoutes } from './accounts.oauth.routes';

@@ -1,10 +1,11 @@
-/** Account: password change, two-factor enrolment (QR code, recovery codes shown once), sessions. */
+/** Account: password change, linked sign-in providers, two-factor enrolment (QR code, recovery codes shown once), sessions. */
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { useMe } from '../me';
 import { formatTime, t } from '../locale';
 import { Field, Page, Show, Status, errorText, useGet } from '../ui';
 import { EmailStatus, NotificationSettings } from './mail';
+import { LinkedIdentities } from './oauth';
 
 export function Account() {
   const me = useMe();
@@ -15,7 +16,8 @@ export function Account() {
         {me.phone ? ` · ${me.phone}` : ''}
       </p>
       <EmailStatus me={me} />
-      <PasswordChange />
+      <PasswordChange hasPassword={me.has_password} />
+      <LinkedIdentities />
       <NotificationSettings />
       <TwoFactor enabled={me.two_factor_enabled} />
       <Sessions />
@@ -23,7 +25,9 @@ export function Account() {
   );
 }
 
-function PasswordChange() {
+/** Without a password yet (a provider-made account) the first one is set without a current one. */
+function PasswordChange({ hasPassword: initially }: { hasPassword: boolean }) {
+  const [hasPassword, setHasPassword] = useState(initially);
   const [errors, setErrors] = useState<{ current?: string; next?: string }>({});
   const [done, setDone] = useState(false);
   async function submit(e: Event) {
@@ -33,30 +37,29 @@ function PasswordChange() {
     const current = String(data.get('current_password') ?? '');
     const next = String(data.get('new_password') ?? '');
     const found = {
-      current: current ? undefined : t('required'),
+      current: current || !hasPassword ? undefined : t('required'),
       next: next.length >= 8 && next.length <= 128 ? undefined : t('signup.badPassword'),
     };
     setErrors(found);
     setDone(false);
     if (found.current || found.next) return;
     try {
-      await api('POST', '/api/auth/password', { current_password: current, new_password: next });
+      await api('POST', '/api/auth/password', hasPassword ? { current_password: current, new_password: next } : { new_password: next });
       form.reset();
+      setHasPassword(true);
       setDone(true);
     } catch (err) {
-      setErrors(err instanceof ApiError && err.status === 401 ? { current: t('account.wrongPassword') } : { next: errorText(err) });
+      setErrors(err instanceof ApiError && err.status === 403 ? { current: t('account.wrongPassword') } : { next: errorText(err) });
     }
   }
   return (
     <form onSubmit={submit} noValidate aria-labelledby="password-heading">
-      <h2 id="password-heading">{t('account.password')}</h2>
-      <Field
-        label={t('account.currentPassword')}
-        name="current_password"
-        type="password"
-        autocomplete="current-password"
-        error={errors.current}
-      />
+      <h2 id="password-heading">{hasPassword ? t('account.password') : t('oauth.setPassword')}</h2>
+      {hasPassword ? (
+        <Field label={t('account.currentPassword')} name="current_password" type="password" autocomplete="current-password" error={errors.current} />
+      ) : (
+        <p>{t('oauth.noPasswordYet')}</p>
+      )}
       <Field
         label={t('account.newPassword')}
         name="new_password"
@@ -65,7 +68,7 @@ function PasswordChange() {
         hint={t('signup.passwordHint')}
         error={errors.next}
       />
-      <button type="submit">{t('account.changePassword')}</button>
+      <button type="submit">{hasPassword ? t('account.changePassword') : t('oauth.setPassword')}</button>
       {done && <Status>{t('account.passwordChanged')}</Status>}
     </form>
   );

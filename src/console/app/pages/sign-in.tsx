@@ -5,6 +5,7 @@ import { t } from '../locale';
 import { Field, LanguageSwitch, Page, Status, errorText } from '../ui';
 import { ForgotLink } from './mail';
 import { PhoneCodeForm, PhoneReset, phoneFirst, usePhoneLogin } from './phone-sign-in';
+import { ProviderButtons } from './oauth';
 
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {
@@ -14,9 +15,16 @@ function afterSignIn() {
 
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };
 
+/** A provider sign-in of a 2FA account lands on /login#two_factor=<challenge>: in the fragment, so no server or Referer sees it. */
+function challengeFromProvider(): string | null {
+  const challenge = new URLSearchParams(location.hash.slice(1)).get('two_factor');
+  if (challenge) history.replaceState(null, '', location.pathname + location.search);
+  return challenge;
+}
+
 export function Login() {
   const [errors, setErrors] = useState<{ identifier?: string; password?: string }>({});
-  const [challenge, setChallenge] = useState<string | null>(null);
+  const [challenge, setChallenge] = useState<string | null>(challengeFromProvider);
   const [busy, setBusy] = useState(false);
   // Phone codes, when the site has them: the first choice on the China site.
   const phoneLogin = usePhoneLogin();
@@ -77,6 +85,7 @@ export function Login() {
           </p>
         )}
         <ForgotLink />
+        {challenge === null && <ProviderButtons />}
         <p>
           <a href="/signup">{t('login.toSignup')}</a>
         </p>
@@ -185,6 +194,7 @@ export function Signup() {
             </button>
           </p>
         )}
+        {challenge === null && <ProviderButtons signUp />}
         <p>
           <a href="/login">{t('signup.toLogin')}</a>
         </p>
