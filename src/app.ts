@@ -81,7 +81,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   const gateway = createGatewayService(ctx, router, captures);
   // Gateway requests and streamed agent turns may stay silent this long (platform/http/listen's holdOpen).
   const silenceSeconds = requestSilenceSeconds(ctx.config.router);
-  const admin = createAdminService(ctx, { accounts, billing, audit });
+  const admin = createAdminService(ctx, { accounts, billing, audit, priceGroups: pricing.groups });
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
   const runtime = createSupervisor(ctx, { registry, router });

@@ -5,7 +5,7 @@
  * synchronously; a change in any process sends NOTIFY cpd_price_groups and every process reloads
  * (within a second, as the pricing catalog and the router's backends do).
  */
-import { asc, eq, notInArray } from 'drizzle-orm';
+import { asc, eq, inArray, notInArray } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { followChanges, serialReload } from '../../platform/db';
 import { AppError } from '../../platform/errors';
@@ -88,10 +88,11 @@ export function createPriceGroups(ctx: AppContext) {
       return { groups: groups.map(view) };
     },
 
-    /** Places a user in a group; an unknown group is 400. */
+    /** Places a user in a group; an unknown group is 400. Read from the database: the shell's processes load no cache. */
     async assign(userId: string, name: string) {
-      if (!byName.has(name)) throw new AppError('invalid', `price group "${name}" does not exist`);
       await db.transaction(async (tx) => {
+        const [known] = name === DEFAULT_GROUP ? [true] : await tx.select({ name: priceGroups.name }).from(priceGroups).where(eq(priceGroups.name, name)).for('share');
+        if (!known) throw new AppError('invalid', `price group "${name}" does not exist`);
         if (name === DEFAULT_GROUP) await tx.delete(userPriceGroups).where(eq(userPriceGroups.userId, userId));
         else
           await tx
@@ -103,8 +104,12 @@ export function createPriceGroups(ctx: AppContext) {
       await reload();
     },
 
-    /** Group names of many users at once (admin lists). */
-    namesOf: (userIds: string[]) => new Map(userIds.map((id) => [id, groupOf(id).name])),
+    /** Group names of many users at once (admin views), from the database. */
+    async namesOf(userIds: string[]): Promise<Map<string, string>> {
+      const rows = userIds.length ? await db.select().from(userPriceGroups).where(inArray(userPriceGroups.userId, userIds)) : [];
+      const named = new Map(rows.map((r) => [r.userId, r.groupName]));
+      return new Map(userIds.map((id) => [id, named.get(id) ?? DEFAULT_GROUP]));
+    },
   };
 }
 
