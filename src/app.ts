@@ -9,7 +9,7 @@ import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
-import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
+import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS, redemptionRoutes } from './modules/billing';
 import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
 import { capturesRoutes, createCapturesService } from './modules/captures';
 import { createRouterService, requestSilenceSeconds, routerRoutes } from './modules/router';
@@ -136,6 +136,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
+    .use(redemptionRoutes({ auth, redemption: billing.redemption, audit }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))
