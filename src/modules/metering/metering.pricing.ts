@@ -142,7 +142,7 @@ export function minimumCost(price: Price, bound: RequestBound): bigint {
 export function completionWithin(price: Price, micros: bigint, promptTokens: number): number {
   const perToken = price.outputMicros * price.multiplierE4;
   if (perToken <= 0n) return Number.POSITIVE_INFINITY;
-  const input = price.inputMicros > price.cachedInputMicros ? price.inputMicros : price.cachedInputMicros;
+  const input = holdPrice(price).inputMicros;
   // cost ≤ micros ⟺ (prompt × input + c × output) × m + HALF_SCALE < (micros + 1) × SCALE.
   const most = ((micros + 1n) * SCALE - HALF_SCALE - 1n - BigInt(promptTokens) * input * price.multiplierE4) / perToken;
   if (most < 0n) return 0;

@@ -88,11 +88,11 @@ describe('market pricing on the binary', () => {
       from router_usage u join wallet_transactions t on t.reference = 'usage:' || u.id
       where u.key_id = ${caller.keyId} order by u.created_at, u.id`);
     expect(rows.map((r) => [r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.reasoning_tokens, BigInt(r.cost), BigInt(r.ledger)])).toEqual([
-      [1000, 400, 8, 3, costs[0], costs[0]],
-      [1000, 400, 8, 3, costs[1], costs[1]],
-      [1000, 400, 8, 3, costs[2], costs[2]],
-      [4, 0, 0, 0, costs[3], costs[3]],
-      [1000, 999, 8, 3, costs[4], costs[4]],
+      [1000, 400, 8, 3, costs[0]!, costs[0]!],
+      [1000, 400, 8, 3, costs[1]!, costs[1]!],
+      [1000, 400, 8, 3, costs[2]!, costs[2]!],
+      [4, 0, 0, 0, costs[3]!, costs[3]!],
+      [1000, 999, 8, 3, costs[4]!, costs[4]!],
     ]);
     const total = costs.reduce((a, b) => a + b, 0n);
     expect(await bed.balanceOf(caller.userId)).toBe(100_000_000n - total);
