@@ -31,6 +31,8 @@ describe('market pricing on the binary', () => {
   let caller: { userId: string; keyId: string; key: string };
   const sessions: string[] = [];
   let batch: { codes: string[] } = { codes: [] };
+  /** A capturing key of the same caller, for the replay. */
+  let capturing = '';
 
   beforeAll(async () => {
     bed = await startWalletBed({ replicas: 2 });
@@ -46,6 +48,7 @@ describe('market pricing on the binary', () => {
         sessions.push((await services.accounts.createSession(u.id)).token);
       }
       batch = await services.billing.redemption.createBatch({ count: 1, amount: 12.5 });
+      capturing = (await services.accounts.createApiKey(caller.userId, { name: 'captured', capture: true })).key;
     } finally {
       await tc.close();
     }
@@ -106,6 +109,37 @@ describe('market pricing on the binary', () => {
     expect(cells.map((c) => [Number(c.cached_tokens), Number(c.reasoning_tokens), Number(c.cost)]).reverse()).toEqual(rows.map((r) => [r.cached_tokens, r.reasoning_tokens, major(BigInt(r.cost))]));
     const report = (await (await fetch(`${bed.nodes[0]!.url}/v1/router/cost`, auth)).json()) as any;
     expect(report.items).toEqual([{ cost_usd: major(total), tokens: 4 * 1008 + 4 }]);
+    await bed.expectBooksBalanced();
+  }, 60_000);
+
+  test('agent turns and replays bill the formula with the group multiplier too', async () => {
+    bed.up.set({ promptTokens: 500, cachedTokens: 100, cachedField: 'prompt_tokens_details', reasoning: 'hmm ', content: 'one two' });
+    const call = (key: string, path: string, body: unknown) =>
+      fetch(`${bed.nodes[0]!.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const agent = (await (await call(caller.key, '/v1/agents', { model: 'm1' })).json()) as { id: string };
+    const session = (await (await call(caller.key, '/v1/agents/sessions', { agent_id: agent.id })).json()) as { id: string };
+    // The streamed turn: it has ended, and been billed, when its stream has.
+    const turn = await call(caller.key, `/v1/agents/sessions/${session.id}/events/stream`, { role: 'user', content: 'hi' });
+    expect(await turn.text()).toContain('turn.completed');
+
+    expect((await call(capturing, '/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: 'capture me' }] })).status).toBe(200);
+    const captured = await waitFor(
+      async () => (await bed.db.database.query<{ id: string }>(sql`select id from captures order by created_at limit 1`))[0],
+      'the capture',
+      { until: (c) => c !== undefined },
+    );
+    const replay = await call(capturing, '/v1/router/replay', { capture_id: captured!.id });
+    expect(replay.status).toBe(200);
+    const cost = expected(500, 100, 3);
+    expect(replay.headers.get('x-cost')).toBe(major(cost).toFixed(6));
+
+    const rows = await bed.db.database.query<{ entrypoint: string; cost: string }>(sql`
+      select entrypoint, cost_micros::text as cost from router_usage where user_id = ${caller.userId} and prompt_tokens = 500 order by created_at`);
+    expect(rows.map((r) => [r.entrypoint, BigInt(r.cost)])).toEqual([
+      ['m1', cost],
+      ['m1', cost],
+      ['replay', cost],
+    ]);
     await bed.expectBooksBalanced();
   }, 60_000);
 
