@@ -55,13 +55,15 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit, 
 
   async function updateUser(actor: AuditActor, id: string, body: { disabled?: boolean; is_admin?: boolean; price_group?: string }) {
     const { price_group: group, ...flags } = body;
-    const { before, after } = await accounts.updateUser(actorIdOf(actor), id, flags);
     const changes: Record<string, { from: boolean | string; to: boolean | string }> = {};
+    // The group first (an unknown one is 400), of an account that exists (404): bad input changes nothing.
     if (group !== undefined) {
+      await accounts.getUserDetail(id);
       const from = (await priceGroups.namesOf([id])).get(id)!;
       await priceGroups.assign(id, group);
       if (from !== group) changes.price_group = { from, to: group };
     }
+    const { before, after } = await accounts.updateUser(actorIdOf(actor), id, flags);
     if (before.disabled !== after.disabled) changes.disabled = { from: before.disabled, to: after.disabled };
     if (before.is_admin !== after.is_admin) changes.is_admin = { from: before.is_admin, to: after.is_admin };
     await audit.record({ actor, action: 'user.update', target: id, details: { email: after.email, requested: body, changes } });

@@ -75,7 +75,10 @@ for (const kind of DB_KINDS) {
 
     test("a user's group: PATCH takes it, admin views show it, GET /api/billing/prices answers the user's prices", async () => {
       expect((await t.request('GET', `/api/admin/users/${user.id}`, { token: admin.token })).body.price_group).toBe('default');
-      expect((await t.request('PATCH', `/api/admin/users/${user.id}`, { token: admin.token, body: { price_group: 'nope' } })).status).toBe(400);
+      // An unknown group is 400 and changes nothing else asked with it; an unknown user is 404.
+      expect((await t.request('PATCH', `/api/admin/users/${user.id}`, { token: admin.token, body: { price_group: 'nope', disabled: true } })).status).toBe(400);
+      expect((await t.request('GET', `/api/admin/users/${user.id}`, { token: admin.token })).body.disabled).toBe(false);
+      expect((await t.request('PATCH', '/api/admin/users/usr_nobody', { token: admin.token, body: { price_group: 'vip' } })).status).toBe(404);
       const patched = await t.request('PATCH', `/api/admin/users/${user.id}`, { token: admin.token, body: { price_group: 'vip' } });
       expect(patched.status).toBe(200);
       expect(patched.body.price_group).toBe('vip');
