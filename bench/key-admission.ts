@@ -97,6 +97,8 @@ const row = (keyId: string): UsageRecord => ({
   backend: 'http://bench.invalid',
   promptTokens: 12,
   completionTokens: 16,
+  cachedTokens: 0,
+  reasoningTokens: 0,
   costMicros: COST,
   costUsdMicros: COST,
   tokensCounted: true,

@@ -40,6 +40,8 @@ const row = (): UsageRecord => ({
   backend: 'http://bench.invalid',
   promptTokens: 12,
   completionTokens: 16,
+  cachedTokens: 0,
+  reasoningTokens: 0,
   costMicros: 14n,
   costUsdMicros: 14n,
   tokensCounted: true,

@@ -9,7 +9,7 @@ import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
-import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS } from './modules/billing';
+import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS, redemptionRoutes } from './modules/billing';
 import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
 import { capturesRoutes, createCapturesService } from './modules/captures';
 import { createRouterService, requestSilenceSeconds, routerRoutes } from './modules/router';
@@ -81,7 +81,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   const gateway = createGatewayService(ctx, router, captures);
   // Gateway requests and streamed agent turns may stay silent this long (platform/http/listen's holdOpen).
   const silenceSeconds = requestSilenceSeconds(ctx.config.router);
-  const admin = createAdminService(ctx, { accounts, billing, audit });
+  const admin = createAdminService(ctx, { accounts, billing, audit, priceGroups: pricing.groups });
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
   const runtime = createSupervisor(ctx, { registry, router });
@@ -136,6 +136,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(registryPages({ registry, config: ctx.config }))
     .use(releasesRoutes(releases))
     .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
+    .use(redemptionRoutes({ auth, redemption: billing.redemption, audit }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))
     .use(usageRoutes({ auth, cost: createCostReport(ctx, accounts.emailsOf), usage: createUsageLog(ctx) }))

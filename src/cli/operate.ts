@@ -9,6 +9,7 @@ import { createAccountsService } from '../modules/accounts';
 import { createAdminService } from '../modules/admin';
 import { createAuditService } from '../modules/audit';
 import { createBillingService } from '../modules/billing';
+import { createPricingService } from '../modules/pricing';
 import { AppError } from '../platform/errors';
 import { migrateForCommand, openForCommand, requireExistingSchema } from './database';
 
@@ -22,7 +23,7 @@ export async function operate(command: string, op: Operation): Promise<void> {
     await requireExistingSchema(ctx);
     await migrateForCommand(ctx);
     const accounts = createAccountsService(ctx);
-    const admin = createAdminService(ctx, { accounts, billing: createBillingService(ctx), audit: createAuditService(ctx) });
+    const admin = createAdminService(ctx, { accounts, billing: createBillingService(ctx), audit: createAuditService(ctx), priceGroups: createPricingService(ctx).groups });
     const answer = await op({ admin, accounts });
     if (answer !== undefined) console.log(JSON.stringify(answer));
   } catch (err) {

@@ -45,6 +45,13 @@ export interface FakeBehaviour {
   content: string;
   /** prompt_tokens reported in usage (default 10). */
   promptTokens: number;
+  /**
+   * Prompt tokens reported as served from the cache (default 0: none reported), as OpenAI and vLLM
+   * report them (`prompt_tokens_details.cached_tokens`) or as Anthropic names them
+   * (`cache_read_input_tokens`), per `cachedField`.
+   */
+  cachedTokens: number;
+  cachedField: 'prompt_tokens_details' | 'cache_read_input_tokens';
   /** completion_tokens reported in usage; null = the number of pieces (default null). */
   completionTokens: number | null;
   /** Report usage: in the JSON body, and in a final stream chunk when asked for (default true). */
@@ -112,6 +119,8 @@ export interface FakeUpstream {
 export const FAKE_DEFAULTS: FakeBehaviour = {
   content: 'Hello from the fake upstream.',
   promptTokens: 10,
+  cachedTokens: 0,
+  cachedField: 'prompt_tokens_details',
   completionTokens: null,
   usage: true,
   garbage: false,
@@ -263,6 +272,11 @@ function usageOf(b: FakeBehaviour, answers: Answer[]) {
     completion_tokens: completion,
     total_tokens: b.promptTokens + completion,
     ...(reasoning ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
+    ...(b.cachedTokens
+      ? b.cachedField === 'prompt_tokens_details'
+        ? { prompt_tokens_details: { cached_tokens: b.cachedTokens } }
+        : { cache_read_input_tokens: b.cachedTokens }
+      : {}),
   };
 }
 

@@ -11,6 +11,8 @@ export const usageRecord = (id: string, promptTokens: number, model = 'm1'): Usa
   backend: `http://${model}.invalid`,
   promptTokens,
   completionTokens: 1,
+  cachedTokens: 0,
+  reasoningTokens: 0,
   costMicros: 0n,
   costUsdMicros: 0n,
   tokensCounted: true,

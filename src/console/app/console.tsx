@@ -15,6 +15,8 @@ import { AdminCost } from './admin/cost';
 import { AdminHealth } from './admin/health';
 import { AdminPayments } from './admin/payments';
 import { AdminPricing } from './admin/pricing';
+import { AdminCodes } from './admin/codes';
+import { AdminPriceGroups } from './admin/price-groups';
 import { AdminUser, AdminUsers } from './admin/users';
 import { Account } from './pages/account';
 import { BillingDocuments } from './pages/billing-documents';
@@ -44,6 +46,8 @@ const ADMIN_NAV: Array<[string, Key]> = [
   ['/console/admin/users', 'nav.admin.users'],
   ['/console/admin/payments', 'nav.admin.payments'],
   ['/console/admin/pricing', 'nav.admin.pricing'],
+  ['/console/admin/price-groups', 'nav.admin.priceGroups'],
+  ['/console/admin/codes', 'nav.admin.codes'],
   ['/console/admin/health', 'nav.admin.health'],
   ['/console/admin/cost', 'nav.admin.cost'],
   ['/console/admin/audit', 'nav.admin.audit'],
@@ -99,6 +103,8 @@ function Shell() {
               <Route path="/console/admin/users/:id" component={AdminUser} />
               <Route path="/console/admin/payments" component={AdminPayments} />
               <Route path="/console/admin/pricing" component={AdminPricing} />
+              <Route path="/console/admin/price-groups" component={AdminPriceGroups} />
+              <Route path="/console/admin/codes" component={AdminCodes} />
               <Route path="/console/admin/health" component={AdminHealth} />
               <Route path="/console/admin/cost" component={AdminCost} />
               <Route path="/console/admin/audit" component={AdminAudit} />

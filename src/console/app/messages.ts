@@ -4,6 +4,7 @@ import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
 import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
+import * as pricing from './messages.pricing';
 
 const en = {
   loading: 'Loading…',
@@ -244,6 +245,7 @@ const en = {
   ...phone.en,
   ...captures.en,
   ...webhooks.en,
+  ...pricing.en,
 };
 
 export type Key = keyof typeof en;
@@ -487,6 +489,7 @@ const zh: Record<Key, string> = {
   ...phone.zh,
   ...captures.zh,
   ...webhooks.zh,
+  ...pricing.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

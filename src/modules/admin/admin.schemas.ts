@@ -17,7 +17,10 @@ export const PaymentListQuery = t.Object({
 
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 
-export const UserPatchBody = t.Object({ disabled: t.Optional(t.Boolean()), is_admin: t.Optional(t.Boolean()) }, { additionalProperties: false });
+export const UserPatchBody = t.Object(
+  { disabled: t.Optional(t.Boolean()), is_admin: t.Optional(t.Boolean()), price_group: t.Optional(t.String({ minLength: 1, maxLength: 64 })) },
+  { additionalProperties: false },
+);
 export const PasswordBody = t.Object({ password: t.String({ minLength: 8, maxLength: 128 }) });
 export const AdjustmentBody = t.Object({
   amount: t.Number({ description: 'signed, major units, at most 6 decimals, not zero' }),
@@ -40,6 +43,7 @@ const AdminUser = {
   created_at: t.String(),
   balance: t.Number(),
   currency: t.String(),
+  price_group: t.String(),
 };
 export const AdminUserList = t.Object({ users: t.Array(t.Object(AdminUser)), next_cursor: t.Union([t.String(), t.Null()]) });
 export const AdminUserDetail = t.Object({

@@ -14,6 +14,8 @@ export interface AdminDeps {
   accounts: AccountsService;
   billing: BillingService;
   audit: AuditService;
+  /** The pricing module's price groups: each user's group, and placing a user in one. */
+  priceGroups: { namesOf(userIds: string[]): Promise<Map<string, string>>; assign(userId: string, name: string): Promise<void> };
 }
 
 export interface AdjustmentRequest {
@@ -31,12 +33,14 @@ export interface RefundRequest {
 
 const actorIdOf = (actor: AuditActor) => (actor === 'cli' ? null : actor.userId);
 
-export function createAdminService(ctx: AppContext, { accounts, billing, audit }: AdminDeps) {
+export function createAdminService(ctx: AppContext, { accounts, billing, audit, priceGroups }: AdminDeps) {
   const currency = ctx.config.currency;
 
   async function withBalances<T extends { id: string }>(rows: T[]) {
-    const balances = await billing.getBalancesMicros(rows.map((r) => r.id));
-    return rows.map((r) => ({ ...r, balance: toMajor(balances.get(r.id) ?? 0n), currency }));
+    const ids = rows.map((r) => r.id);
+    const balances = await billing.getBalancesMicros(ids);
+    const groups = await priceGroups.namesOf(ids);
+    return rows.map((r) => ({ ...r, balance: toMajor(balances.get(r.id) ?? 0n), currency, price_group: groups.get(r.id)! }));
   }
 
   async function listUsers(query: { q?: string; limit: number; cursor?: string }) {
@@ -49,12 +53,20 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit }
     return user!;
   }
 
-  async function updateUser(actor: AuditActor, id: string, flags: { disabled?: boolean; is_admin?: boolean }) {
+  async function updateUser(actor: AuditActor, id: string, body: { disabled?: boolean; is_admin?: boolean; price_group?: string }) {
+    const { price_group: group, ...flags } = body;
+    const changes: Record<string, { from: boolean | string; to: boolean | string }> = {};
+    // The group first (an unknown one is 400), of an account that exists (404): bad input changes nothing.
+    if (group !== undefined) {
+      await accounts.getUserDetail(id);
+      const from = (await priceGroups.namesOf([id])).get(id)!;
+      await priceGroups.assign(id, group);
+      if (from !== group) changes.price_group = { from, to: group };
+    }
     const { before, after } = await accounts.updateUser(actorIdOf(actor), id, flags);
-    const changes: Record<string, { from: boolean; to: boolean }> = {};
     if (before.disabled !== after.disabled) changes.disabled = { from: before.disabled, to: after.disabled };
     if (before.is_admin !== after.is_admin) changes.is_admin = { from: before.is_admin, to: after.is_admin };
-    await audit.record({ actor, action: 'user.update', target: id, details: { email: after.email, requested: flags, changes } });
+    await audit.record({ actor, action: 'user.update', target: id, details: { email: after.email, requested: body, changes } });
     return getUser(id);
   }
 

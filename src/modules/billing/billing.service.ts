@@ -8,6 +8,7 @@ import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { createGrants, type Grant } from './grants';
 import { type AdjustmentInput, createAdjustments } from './adjustments';
+import { createRedemption } from './redemption';
 import { createInvoices } from './invoices.service';
 import { createMoneyEvents, type MoneyEvent } from './events';
 import { createLedger } from './ledger';
@@ -58,6 +59,8 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   return {
     ledger,
     payments,
+    /** Redemption codes: batches (admin) and redeeming one into a top-up. */
+    redemption: createRedemption(ctx, ledger),
     /**
      * Refunds and disputes: `refund(paymentId, {amount?, reason, allowNegative?, idempotencyKey?},
      * {onCreated?})` (an admin refund; answers the payment row), `applyReports` (what providers

@@ -160,3 +160,39 @@ export const invoices = pgTable(
   },
   (t) => [uniqueIndex('invoices_payment_key').on(t.paymentId), index('invoices_user_created_idx').on(t.userId, t.createdAt)],
 );
+
+/**
+ * Redemption codes: prepaid amounts sold as codes. Only the code's SHA-256 is kept (it is shown
+ * once, at creation); `prefix` names it in lists and in the top-up's description. Redeeming sets
+ * redeemed_by in the same transaction that credits the wallet, guarded by `redeemed_by is null`,
+ * so a code credits once across replicas.
+ */
+export const redemptionCodes = pgTable(
+  'redemption_codes',
+  {
+    id: text('id').primaryKey(),
+    batchId: text('batch_id').notNull(),
+    prefix: text('prefix').notNull(),
+    codeHash: text('code_hash').notNull().unique(),
+    amountMicros: micros('amount_micros').notNull(),
+    currency: text('currency').notNull(),
+    note: text('note'),
+    expiresAt: ts('expires_at'),
+    disabledAt: ts('disabled_at'),
+    redeemedBy: text('redeemed_by'),
+    redeemedAt: ts('redeemed_at'),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [index('redemption_codes_batch_idx').on(t.batchId)],
+);
+
+/** Failed redemptions per user: the exact throttle (10 an hour) counts them under an advisory lock. */
+export const redemptionFailures = pgTable(
+  'redemption_failures',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [index('redemption_failures_user_created_idx').on(t.userId, t.createdAt)],
+);

@@ -2,3 +2,4 @@ export { createBillingService, type BillingService, type CreditInput, type Debit
 export { billingRoutes, PROVIDER_BODY_PATHS } from './billing.routes';
 export type { Grant, GrantAnswer, GrantRequest } from './grants';
 export type { MoneyEvent } from './events';
+export { redemptionRoutes } from './redemption.routes';

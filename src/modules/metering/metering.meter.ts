@@ -14,6 +14,10 @@ export type Chunk = Record<string, unknown>;
 export interface UsageCounts {
   prompt: number;
   completion: number;
+  /** Prompt tokens the upstream served from its cache (within prompt). */
+  cached: number;
+  /** Reasoning tokens (within completion). */
+  reasoning: number;
   /** True when the counts come from our tokenizer, not the upstream. */
   counted: boolean;
 }
@@ -24,6 +28,29 @@ export type StreamOutcome = 'done' | 'client' | 'upstream';
 export function validUsage(u: unknown): u is { prompt_tokens: number; completion_tokens: number } {
   const x = u as { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
   return !!x && Number.isInteger(x.prompt_tokens) && Number.isInteger(x.completion_tokens) && (x.prompt_tokens as number) >= 0 && (x.completion_tokens as number) >= 0;
+}
+
+/** A count within `total` read off an upstream usage object, 0 when absent or not a count. */
+function within(total: number, ...values: unknown[]): number {
+  const v = values.find((x) => Number.isInteger(x) && (x as number) >= 0) as number | undefined;
+  return v === undefined ? 0 : Math.min(v, total);
+}
+
+/**
+ * The counts of a valid upstream usage object: cached prompt tokens from
+ * `prompt_tokens_details.cached_tokens` (OpenAI, vLLM) or `cache_read_input_tokens` (Anthropic's
+ * name, as OpenAI-compatible proxies of it pass it on), reasoning from
+ * `completion_tokens_details.reasoning_tokens`.
+ */
+export function reportedCounts(u: { prompt_tokens: number; completion_tokens: number }): UsageCounts {
+  const x = u as { prompt_tokens_details?: { cached_tokens?: unknown } | null; cache_read_input_tokens?: unknown; completion_tokens_details?: { reasoning_tokens?: unknown } | null };
+  return {
+    prompt: u.prompt_tokens,
+    completion: u.completion_tokens,
+    cached: within(u.prompt_tokens, x.prompt_tokens_details?.cached_tokens, x.cache_read_input_tokens),
+    reasoning: within(u.completion_tokens, x.completion_tokens_details?.reasoning_tokens),
+    counted: false,
+  };
 }
 
 /**
@@ -87,9 +114,9 @@ export function deltasOf(chunk: Chunk): Array<GeneratedFields | undefined> {
 
 /** Counts of a JSON completion: its usage, or counted from the request and the answer. */
 export async function completionCounts(body: Record<string, unknown>, response: Chunk): Promise<UsageCounts> {
-  if (validUsage(response.usage)) return { prompt: response.usage.prompt_tokens, completion: response.usage.completion_tokens, counted: false };
+  if (validUsage(response.usage)) return reportedCounts(response.usage);
   const out = addGenerated(noneGenerated(), ((response.choices as Array<{ message?: GeneratedFields }>) ?? []).map((c) => c.message));
-  return { prompt: await countPromptTokens(body), completion: await countGenerated(out), counted: true };
+  return { prompt: await countPromptTokens(body), completion: await countGenerated(out), cached: 0, reasoning: await countTexts([out.reasoning]), counted: true };
 }
 
 /** `countPrompt` counts the request's prompt tokens: asked only when the upstream reports none. */
@@ -115,9 +142,15 @@ export function createStreamMeter(head: Chunk[], countPrompt: () => Promise<numb
     /** Billed for what was delivered, reasoning included: nothing when no token reached the client. */
     billable: (outcome: StreamOutcome) => outcome === 'done' || Object.values(delivered).some((t) => t !== ''),
     async counts(outcome: StreamOutcome): Promise<UsageCounts> {
-      if (outcome === 'done' && validUsage(upstreamUsage)) return { prompt: upstreamUsage.prompt_tokens, completion: upstreamUsage.completion_tokens, counted: false };
-      const reportedPrompt = validUsage(upstreamUsage) ? upstreamUsage.prompt_tokens : null;
-      return { prompt: reportedPrompt ?? (await countPrompt()), completion: await countGenerated(delivered), counted: true };
+      if (outcome === 'done' && validUsage(upstreamUsage)) return reportedCounts(upstreamUsage);
+      const reported = validUsage(upstreamUsage) ? reportedCounts(upstreamUsage) : null;
+      return {
+        prompt: reported?.prompt ?? (await countPrompt()),
+        completion: await countGenerated(delivered),
+        cached: reported?.cached ?? 0,
+        reasoning: await countTexts([delivered.reasoning]),
+        counted: true,
+      };
     },
     /** The chunk that ends the stream: the upstream's usage chunk (or one like it) with counts and cost. */
     finalChunk(outcome: StreamOutcome, counts: UsageCounts, costMicros: bigint, model: string): Chunk {

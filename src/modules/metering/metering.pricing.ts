@@ -1,19 +1,35 @@
 /**
- * What a request costs: (prompt + completion tokens) × the per-million price
- * / 10^6, rounded half up to a micro-unit, or the per-request price. USD for reports: the same on
- * the international site, × USD_PER_CNY (rounded half up) on the China site.
+ * What a request costs, in one exact sum rounded once: per-million prices,
+ * ((prompt − cached) × input + cached × cached input + completion × output) × multiplier
+ * / (10^6 × 10^4), rounded half up to a micro-unit; a per-request price × multiplier the same way.
+ * The multiplier is the caller's price group's, in ten-thousandths (10000 = ×1). USD for reports:
+ * the same on the international site, × USD_PER_CNY (rounded half up) on the China site.
  */
 export interface Price {
   unit: 'per_million_tokens' | 'per_request';
+  /** The per-request price (per_request); the per-million price fields below are what tokens cost. */
   priceMicros: bigint;
+  inputMicros: bigint;
+  outputMicros: bigint;
+  cachedInputMicros: bigint;
+  /** The price group's multiplier in ten-thousandths (10000n: ×1). */
+  multiplierE4: bigint;
 }
 
 const MILLION = 1_000_000n;
 const HALF = 500_000n;
+/** Per-million prices × a multiplier in ten-thousandths: one division by 10^10 makes micro-units. */
+const SCALE = 10_000_000_000n;
+const HALF_SCALE = 5_000_000_000n;
+const E4 = 10_000n;
 
-export function costOf(price: Price, promptTokens: number, completionTokens: number): bigint {
-  if (price.unit === 'per_request') return price.priceMicros;
-  return (BigInt(promptTokens + completionTokens) * price.priceMicros + HALF) / MILLION;
+/** Cached tokens are within the prompt's (clamped to them). */
+export function costOf(price: Price, promptTokens: number, completionTokens: number, cachedTokens = 0): bigint {
+  if (price.unit === 'per_request') return (price.priceMicros * price.multiplierE4 + E4 / 2n) / E4;
+  const cached = BigInt(Math.min(Math.max(cachedTokens, 0), promptTokens));
+  const prompt = BigInt(promptTokens) - cached;
+  const sum = prompt * price.inputMicros + cached * price.cachedInputMicros + BigInt(completionTokens) * price.outputMicros;
+  return (sum * price.multiplierE4 + HALF_SCALE) / SCALE;
 }
 
 /** A converter from site micro-units to USD micro-units. */
@@ -99,9 +115,11 @@ export function requestBound(body: Record<string, unknown>, bodyBytes: number, s
  * bounded by max(n, 1) × (max_completion_tokens / max_tokens, or the configured default per choice).
  */
 export function estimateCost(price: Price, bound: RequestBound): bigint {
-  if (price.unit === 'per_request') return price.priceMicros;
-  return costOf(price, bound.promptTokens, bound.choices * bound.perChoice);
+  return costOf(holdPrice(price), bound.promptTokens, bound.choices * bound.perChoice);
 }
+
+/** The price a hold is taken at: prompt tokens at the higher of the input and cached input prices (none is known cached yet). */
+const holdPrice = (price: Price): Price => (price.cachedInputMicros > price.inputMicros ? { ...price, inputMicros: price.cachedInputMicros } : price);
 
 /**
  * Completion tokens per choice a request is served with at least, when its wallet (or key) cannot
@@ -114,14 +132,19 @@ export const MIN_ALLOWANCE_PER_CHOICE = 64;
  * choice (its own maximum when smaller; the per-request price as it is).
  */
 export function minimumCost(price: Price, bound: RequestBound): bigint {
-  if (price.unit === 'per_request') return price.priceMicros;
-  return costOf(price, bound.promptTokens, bound.choices * Math.min(bound.perChoice, MIN_ALLOWANCE_PER_CHOICE));
+  return costOf(holdPrice(price), bound.promptTokens, bound.choices * Math.min(bound.perChoice, MIN_ALLOWANCE_PER_CHOICE));
 }
 
-/** The most tokens whose cost (costOf, rounded half up) is at most `micros`; unbounded at a zero price. */
-export function tokensWithin(price: Price, micros: bigint): number {
-  if (price.priceMicros <= 0n) return Number.POSITIVE_INFINITY;
-  // cost ≤ micros ⟺ tokens × price + HALF < (micros + 1) × MILLION.
-  const most = ((micros + 1n) * MILLION - HALF - 1n) / price.priceMicros;
+/**
+ * The most completion tokens whose cost with `promptTokens` of prompt (at the higher of the input
+ * and cached input prices, as the hold bounds it) is at most `micros`; unbounded at a zero price.
+ */
+export function completionWithin(price: Price, micros: bigint, promptTokens: number): number {
+  const perToken = price.outputMicros * price.multiplierE4;
+  if (perToken <= 0n) return Number.POSITIVE_INFINITY;
+  const input = holdPrice(price).inputMicros;
+  // cost ≤ micros ⟺ (prompt × input + c × output) × m + HALF_SCALE < (micros + 1) × SCALE.
+  const most = ((micros + 1n) * SCALE - HALF_SCALE - 1n - BigInt(promptTokens) * input * price.multiplierE4) / perToken;
+  if (most < 0n) return 0;
   return most > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(most);
 }

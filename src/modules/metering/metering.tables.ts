@@ -16,6 +16,10 @@ export const routerUsage = pgTable(
     backend: text('backend'),
     promptTokens: integer('prompt_tokens').notNull(),
     completionTokens: integer('completion_tokens').notNull(),
+    /** Prompt tokens served from the upstream's prompt cache (within prompt_tokens). */
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    /** Reasoning tokens (within completion_tokens). */
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
     /** Site currency micro-units. */
     costMicros: bigint('cost_micros', { mode: 'bigint' }).notNull(),
     currency: text('currency').notNull(),

@@ -27,6 +27,10 @@ export interface UsageRecord {
   backend: string | null;
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens served from the upstream's cache (within promptTokens). */
+  cachedTokens: number;
+  /** Reasoning tokens (within completionTokens). */
+  reasoningTokens: number;
   costMicros: bigint;
   costUsdMicros: bigint;
   tokensCounted: boolean;
@@ -120,6 +124,8 @@ const wireOf = (r: UsageRecord) => ({
   b: r.backend,
   p: r.promptTokens,
   c: r.completionTokens,
+  h: r.cachedTokens,
+  g: r.reasoningTokens,
   x: String(r.costMicros),
   y: String(r.costUsdMicros),
   n: r.tokensCounted,
@@ -143,6 +149,8 @@ const WIRE_COLUMNS: ReadonlyArray<readonly [key: keyof Wire, column: string, typ
   ['b', 'backend', 'text'],
   ['p', 'prompt_tokens', 'integer'],
   ['c', 'completion_tokens', 'integer'],
+  ['h', 'cached_tokens', 'integer'],
+  ['g', 'reasoning_tokens', 'integer'],
   ['x', 'cost_micros', 'bigint'],
   ['y', 'cost_usd_micros', 'bigint'],
   ['n', 'tokens_counted', 'boolean'],
@@ -193,6 +201,9 @@ function recordOf(line: unknown): UsageRecord {
     backend: w.b,
     promptTokens: w.p,
     completionTokens: w.c,
+    // Journals written before these counts existed have none.
+    cachedTokens: w.h ?? 0,
+    reasoningTokens: w.g ?? 0,
     costMicros: BigInt(w.x),
     costUsdMicros: BigInt(w.y),
     tokensCounted: w.n,
@@ -229,9 +240,9 @@ const insertSql = (replay: boolean) => `
       from json_to_recordset($1::text::json) as w(${WIRE_COLUMNS.map(([key, , type]) => `${key} ${type}`).join(', ')})
     ), usage_rows as (
       insert into router_usage (id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, currency, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id)
+        cached_tokens, reasoning_tokens, cost_micros, currency, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id)
       select id, created_at, user_id, key_id, entrypoint, model, backend, prompt_tokens, completion_tokens,
-        cost_micros, $2, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id
+        coalesce(cached_tokens, 0), coalesce(reasoning_tokens, 0), cost_micros, $2, cost_usd_micros, tokens_counted, clamped, latency_ms, status, streamed, aborted, request_id
       from batch
       ${replay ? 'on conflict (id) do nothing returning id' : ''}
     ), inserted as (

@@ -14,6 +14,10 @@ export const ModelPricesBody = t.Object({
       slug: t.String({ minLength: 1, maxLength: 200 }),
       unit: t.Union(PRICE_UNITS.map((u) => t.Literal(u))),
       price,
+      /** Per million tokens; absent: `price` (cached: the input price). */
+      input_price: t.Optional(price),
+      output_price: t.Optional(price),
+      cached_input_price: t.Optional(price),
     }),
     { maxItems: 10_000 },
   ),
@@ -27,3 +31,14 @@ export const PricingQuery = t.Object({ limit: t.Optional(t.Numeric({ minimum: 0,
 
 export type ModelPriceInput = (typeof ModelPricesBody.static)['models'][number];
 export type GpuPriceInput = (typeof GpuPricesBody.static)['gpus'][number];
+
+export const PriceGroupsBody = t.Object({
+  groups: t.Array(
+    t.Object({
+      name: t.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'lower-case letters, digits, - and _' }),
+      multiplier: t.Number({ exclusiveMinimum: 0, maximum: 10, description: '0 < m ≤ 10, at most 4 decimals' }),
+      description: t.Optional(t.Union([t.String({ maxLength: 500 }), t.Null()])),
+    }),
+    { maxItems: 1000 },
+  ),
+});

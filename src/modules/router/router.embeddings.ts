@@ -75,7 +75,7 @@ export function createEmbeddings(metering: Metering, kind: RequestKind, firstByt
     const reported = validEmbeddingUsage(response.usage);
     const prompt = reported ? (response.usage as { prompt_tokens: number }).prompt_tokens : await countEmbeddingTokens(req.body);
     const costMicros = costOf(served.candidate.price, prompt, 0);
-    await metering.commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts: { prompt, completion: 0, counted: !reported }, costMicros, status: 200, streamed: false, aborted: false, clamped: false });
+    await metering.commit(a, { model: served.candidate.slug, backend: served.lease.backend.url, counts: { prompt, completion: 0, cached: 0, reasoning: 0, counted: !reported }, costMicros, status: 200, streamed: false, aborted: false, clamped: false });
     response.model = served.candidate.slug;
     response.usage = { prompt_tokens: prompt, total_tokens: prompt, cost: toMajor(costMicros) };
     return { response, costMicros };

@@ -18,7 +18,7 @@ import { DRAIN_DEADLINE_MS } from '../../platform/context';
 import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
-import { type Chunk, type EstimateSettings, type KeyEvents, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, tokensWithin, usdConverter } from '../metering';
+import { type Chunk, type EstimateSettings, type KeyEvents, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, completionWithin, usdConverter } from '../metering';
 import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
@@ -28,7 +28,8 @@ import type { Admitted, Candidate, ChatRequest, ChatStream, Metered, Plan, Reque
 import { AttemptError, type AttemptControl, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
 
 export interface RouterDeps {
-  pricing: { priceOf(slug: string): Price | null };
+  /** The price of a model slug for a user (their price group's multiplier applied; none: ×1). */
+  pricing: { priceOf(slug: string, userId?: string | null): Price | null };
   /** The accounts module's key limits lookup. */
   keyLimitsOf: KeyLimitsSource;
   /** Where key.spend_limit_reached is recorded (the webhooks module's event sink). */
@@ -48,7 +49,7 @@ export interface RouterDeps {
 const CHAT: RequestKind = { validate: validateChatBody };
 const EMBEDDINGS: RequestKind = { validate: validateEmbeddingsBody, estimate: estimateEmbeddingCost };
 
-const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, counted: false };
+const NOTHING_USED: UsageCounts = { prompt: 0, completion: 0, cached: 0, reasoning: 0, counted: false };
 
 /** The largest value a count field takes (a PostgreSQL integer, as servers type them). */
 const MAX_COUNT = 2_147_483_647;
@@ -102,14 +103,14 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     await Promise.all([admission.close(), keyLimits.close()]);
   });
 
-  function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind): Plan {
+  function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind, userId: string | null): Plan {
     const bound = kind.estimate ? null : requestBound(body, bodyBytes, estimates);
     const estimate = (c: Candidate) => (bound ? estimateCost(c.price, bound) : kind.estimate!(c.price, bodyBytes, body));
     const minimum = (c: Candidate) => (bound ? minimumCost(c.price, bound) : estimate(c));
     const asked = body.model as string;
     const route = settings.routes.get(asked);
     const priced = (slug: string): Candidate | null => {
-      const price = deps.pricing.priceOf(slug);
+      const price = deps.pricing.priceOf(slug, userId);
       return price ? { slug, price } : null;
     };
     let candidates: Candidate[];
@@ -151,7 +152,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const caller = bound.callerMax ? bound.perChoice : null;
     const price = a.plan.candidates.find((c) => c.slug === slug)!.price;
     if (price.unit === 'per_request' || a.holdMicros >= estimateCost(price, bound)) return caller;
-    const allowance = Math.max(1, Math.floor((tokensWithin(price, a.holdMicros) - bound.promptTokens) / bound.choices));
+    const allowance = Math.max(1, Math.floor(completionWithin(price, a.holdMicros, bound.promptTokens) / bound.choices));
     return caller === null ? allowance : Math.min(caller, allowance);
   }
 
@@ -174,7 +175,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const limit = perChoiceLimit(a, candidate.slug);
     const most = limit === null ? counts.completion : limit * a.plan.bound!.choices;
     const clamped = counts.completion > most;
-    return { costMicros: costOf(candidate.price, counts.prompt, clamped ? most : counts.completion), clamped };
+    return { costMicros: costOf(candidate.price, counts.prompt, clamped ? most : counts.completion, counts.cached), clamped };
   }
 
   const statusOf = (err: unknown) => (err instanceof AppError ? STATUS_OF_KIND[err.kind] : 500);
@@ -188,7 +189,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const started = performance.now();
     kind.validate(req.body);
     const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string, req.caller.userId) : null;
-    const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind);
+    const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind, req.caller?.userId ?? null);
     const p = req.entrypoint ? { ...planned, entrypoint: req.entrypoint } : planned;
     if (!req.caller) return { req, plan: p, ticket: null, holdMicros: p.need.estimate, started };
     const keyHold = await keyLimits.admit(key, p.need, req.signal);
@@ -281,6 +282,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       backend: m.backend,
       promptTokens: m.counts.prompt,
       completionTokens: m.counts.completion,
+      cachedTokens: m.counts.cached,
+      reasoningTokens: m.counts.reasoning,
       costMicros: m.costMicros,
       costUsdMicros: toUsd(m.costMicros),
       tokensCounted: m.counts.counted,
@@ -358,7 +361,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     );
     const { candidate, lease } = served;
     const firstOut = addGenerated(noneGenerated(), opened.head.flatMap(deltasOf));
-    const headerCostMicros = candidate.price.unit === 'per_request' ? candidate.price.priceMicros : costOf(candidate.price, await prompt(), await countGenerated(firstOut));
+    const headerCostMicros = candidate.price.unit === 'per_request' ? costOf(candidate.price, 0, 0) : costOf(candidate.price, await prompt(), await countGenerated(firstOut));
     const meter = createStreamMeter(opened.head, prompt);
 
     /** Ends the stream's accounting once, whichever way it ended; resolves after the commit. */
@@ -467,7 +470,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
      * commit(admitted, metered) writes the usage and its debit before the answer may end (and ends
      * the hold). Release the lease (served.lease.release()) when the upstream is done.
      */
-    metering: { admit, call, commit, priceOf: (slug: string) => deps.pricing.priceOf(slug) },
+    metering: { admit, call, commit, priceOf: (slug: string, userId?: string | null) => deps.pricing.priceOf(slug, userId) },
     /** Resolves once balance changes are listened to and the admin-managed backends are loaded and followed. */
     ready: () => Promise.all([admission.ready, adminBackends.load()]).then(() => {}),
   };

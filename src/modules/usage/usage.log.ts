@@ -24,7 +24,7 @@ export interface UsageLogQuery {
 /** Rows per database read of the CSV export. */
 const EXPORT_PAGE = 1000;
 
-const COLUMNS = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms', 'clamped'] as const;
+const COLUMNS = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms', 'clamped', 'cached_tokens', 'reasoning_tokens'] as const;
 
 type UsageRow = typeof routerUsage.$inferSelect;
 const usageView = (r: UsageRow) => ({
@@ -41,6 +41,8 @@ const usageView = (r: UsageRow) => ({
   streamed: r.streamed,
   latency_ms: r.latencyMs,
   clamped: r.clamped,
+  cached_tokens: r.cachedTokens,
+  reasoning_tokens: r.reasoningTokens,
 });
 
 /**

@@ -31,6 +31,8 @@ export const UsageResponse = t.Object({
       streamed: t.Boolean(),
       latency_ms: t.Integer(),
       clamped: t.Boolean({ description: 'the completion was billed at the request maximum, below the completion_tokens the upstream reported' }),
+      cached_tokens: t.Integer({ description: 'prompt tokens served from the upstream cache (within prompt_tokens), billed at the cached input price' }),
+      reasoning_tokens: t.Integer({ description: 'reasoning tokens (within completion_tokens)' }),
     }),
   ),
   next_cursor: t.Union([t.String(), t.Null()]),

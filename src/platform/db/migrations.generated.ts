@@ -19,6 +19,7 @@ import m16 from '../../../migrations/0016_usage_clamped.sql' with { type: 'text'
 import m17 from '../../../migrations/0017_public_accounts.sql' with { type: 'text' };
 import m18 from '../../../migrations/0018_captures.sql' with { type: 'text' };
 import m19 from '../../../migrations/0019_webhooks.sql' with { type: 'text' };
+import m20 from '../../../migrations/0020_market_pricing.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -42,4 +43,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0017_public_accounts', sql: m17 },
   { name: '0018_captures', sql: m18 },
   { name: '0019_webhooks', sql: m19 },
+  { name: '0020_market_pricing', sql: m20 },
 ];

@@ -36,7 +36,7 @@ describe('cpd users list|disable|enable|promote|demote|password, cpd wallet adju
     const res = await cli('users', 'list', '--q', '1234567');
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toEqual({
-      users: [{ id: userId, email: 'shell@ops.example', phone: '+49301234567', is_admin: false, disabled: false, created_at: expect.any(String), balance: 0, currency: 'USD' }],
+      users: [{ id: userId, email: 'shell@ops.example', phone: '+49301234567', is_admin: false, disabled: false, created_at: expect.any(String), balance: 0, currency: 'USD', price_group: 'default' }],
       next_cursor: null,
     });
     expect((await cli('users', 'list', '--limit', '0')).code).toBe(2);

@@ -56,6 +56,7 @@ for (const kind of DB_KINDS) {
         created_at: expect.any(String),
         balance: 0,
         currency: 'USD',
+        price_group: 'default',
       });
       const seen = [...all.body.users];
       let cursor = all.body.next_cursor;

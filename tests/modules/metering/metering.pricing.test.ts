@@ -1,9 +1,12 @@
 /** The admission's upper bound of a request's cost (metering.pricing.ts). */
 import { describe, expect, test } from 'bun:test';
-import { costOf, estimateCost, minimumCost, promptTokenBound, requestBound, tokensWithin } from '../../../src/modules/metering/metering.pricing';
+import { type Price, completionWithin, costOf, estimateCost, minimumCost, promptTokenBound, requestBound } from '../../../src/modules/metering/metering.pricing';
+
+/** One price for every token kind, ×1: what a row without input/output/cached prices means. */
+const flat = (unit: Price['unit'], priceMicros: bigint): Price => ({ unit, priceMicros, inputMicros: priceMicros, outputMicros: priceMicros, cachedInputMicros: priceMicros, multiplierE4: 10_000n });
 
 const settings = { imageTokens: 1500, defaultMaxTokens: 4096 };
-const perToken = { unit: 'per_million_tokens' as const, priceMicros: 1_000_000n }; // one micro-unit per token
+const perToken = flat('per_million_tokens', 1_000_000n); // one micro-unit per token
 const bytesOf = (body: unknown) => JSON.stringify(body).length;
 const estimate = (body: Record<string, unknown>, s = settings) => estimateCost(perToken, requestBound(body, bytesOf(body), s));
 
@@ -52,7 +55,7 @@ describe('admission upper bound', () => {
       expect([extra, estimate(b)]).toEqual([extra, BigInt(prompt(b) + completion)]);
     }
     expect(estimate(body, { ...settings, defaultMaxTokens: 100 })).toBe(BigInt(prompt(body) + 100));
-    expect(estimateCost({ unit: 'per_request', priceMicros: 2000n }, requestBound(body, bytesOf(body), settings))).toBe(2000n);
+    expect(estimateCost(flat('per_request', 2000n), requestBound(body, bytesOf(body), settings))).toBe(2000n);
   });
 
   test('the minimum is the prompt bound and 64 tokens per choice, or the whole bound when it asks fewer', () => {
@@ -62,18 +65,38 @@ describe('admission upper bound', () => {
     expect(minimumCost(perToken, bound)).toBe(BigInt(bytesOf(body) + 64 + 4 * 64));
     const few = { ...body, max_tokens: 50 };
     expect(minimumCost(perToken, requestBound(few, bytesOf(few), settings))).toBe(estimate(few));
-    expect(minimumCost({ unit: 'per_request', priceMicros: 2000n }, bound)).toBe(2000n);
+    expect(minimumCost(flat('per_request', 2000n), bound)).toBe(2000n);
   });
 
-  test('tokensWithin: the most tokens whose rounded cost fits, at every price', () => {
-    for (const priceMicros of [1n, 7n, 1_000n, 999_999n, 1_000_000n, 1_500_000n, 30_000_000n]) {
-      const price = { unit: 'per_million_tokens' as const, priceMicros };
-      for (const micros of [0n, 1n, 2n, 999n, 15_000n, 1_000_000n]) {
-        const t = tokensWithin(price, micros);
-        expect(costOf(price, 0, t)).toBeLessThanOrEqual(micros);
-        expect(costOf(price, 0, t + 1)).toBeGreaterThan(micros);
+  test('completionWithin: the most completion tokens whose rounded cost with the prompt fits, at every price and multiplier', () => {
+    for (const priceMicros of [1n, 7n, 1_000n, 999_999n, 1_000_000n, 1_500_000n, 30_000_000n])
+      for (const multiplierE4 of [10_000n, 1n, 12_345n, 100_000n]) {
+        const price: Price = { ...flat('per_million_tokens', priceMicros), inputMicros: priceMicros * 3n, multiplierE4 };
+        for (const micros of [0n, 1n, 2n, 999n, 15_000n, 1_000_000n])
+          for (const prompt of [0, 10]) {
+            const c = completionWithin(price, micros, prompt);
+            if (costOf(price, prompt, 0) > micros) expect(c).toBe(0);
+            else if (c < Number.MAX_SAFE_INTEGER) {
+              expect(costOf(price, prompt, c)).toBeLessThanOrEqual(micros);
+              expect(costOf(price, prompt, c + 1)).toBeGreaterThan(micros);
+            }
+          }
       }
-    }
-    expect(tokensWithin({ unit: 'per_million_tokens', priceMicros: 0n }, 0n)).toBe(Number.POSITIVE_INFINITY);
+    expect(completionWithin(flat('per_million_tokens', 0n), 0n, 5)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  test('cost: (prompt − cached) × input + cached × cached input + completion × output, × the multiplier, rounded half up once', () => {
+    const price: Price = { unit: 'per_million_tokens', priceMicros: 0n, inputMicros: 2_500_000n, outputMicros: 10_000_000n, cachedInputMicros: 1_250_000n, multiplierE4: 10_000n };
+    // 800 × 2.5 + 200 × 1.25 + 300 × 10 = 5250 micro-units.
+    expect(costOf(price, 1000, 300, 200)).toBe(5250n);
+    // × 0.85 = 4462.5 → 4463 (half up).
+    expect(costOf({ ...price, multiplierE4: 8_500n }, 1000, 300, 200)).toBe(4463n);
+    // Cached tokens above the prompt count as the whole prompt cached.
+    expect(costOf(price, 10, 0, 50)).toBe(costOf(price, 10, 0, 10));
+    // A per-request price × the multiplier.
+    expect(costOf({ ...flat('per_request', 2000n), multiplierE4: 15_001n }, 9, 9)).toBe(3000n);
+    // The hold takes the prompt at the higher of input and cached input.
+    const bound = { promptTokens: 100, choices: 1, perChoice: 10, callerMax: true };
+    expect(estimateCost({ ...price, cachedInputMicros: 5_000_000n }, bound)).toBe(600n);
   });
 });

@@ -40,8 +40,8 @@ for (const kind of DB_KINDS) {
         { id: expect.any(String), slug: 'llama-8b', unit: 'per_million_tokens', price: 0.1, currency: 'CNY' },
         { id: expect.any(String), slug: 'flux', unit: 'per_request', price: 0.02, currency: 'CNY' },
       ]);
-      expect(t.services.pricing.priceOf('llama-8b')).toEqual({ unit: 'per_million_tokens', priceMicros: 100_000n });
-      expect(t.services.pricing.priceOf('flux')).toEqual({ unit: 'per_request', priceMicros: 20_000n });
+      expect(t.services.pricing.priceOf('llama-8b')).toEqual({ unit: 'per_million_tokens', priceMicros: 100_000n, inputMicros: 100_000n, outputMicros: 100_000n, cachedInputMicros: 100_000n, multiplierE4: 10_000n });
+      expect(t.services.pricing.priceOf('flux')).toEqual({ unit: 'per_request', priceMicros: 20_000n, inputMicros: 20_000n, outputMicros: 20_000n, cachedInputMicros: 20_000n, multiplierE4: 10_000n });
       expect(t.services.pricing.priceOf('nope')).toBeNull();
 
       const again = await t.request('PUT', '/api/admin/billing/pricing/models', {

@@ -12,7 +12,7 @@ function parseCsv(text: string): string[][] {
   return JSON.parse(r.stdout.toString());
 }
 
-const HEADER = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms', 'clamped'];
+const HEADER = ['id', 'created_at', 'entrypoint', 'model', 'key_id', 'prompt_tokens', 'completion_tokens', 'cost', 'currency', 'status', 'streamed', 'latency_ms', 'clamped', 'cached_tokens', 'reasoning_tokens'];
 
 describe('usage log: real requests through the openai client (postgres)', () => {
   let h: Harness;
@@ -59,6 +59,8 @@ describe('usage log: real requests through the openai client (postgres)', () => 
       streamed: false,
       latency_ms: expect.any(Number),
       clamped: false,
+      cached_tokens: 0,
+      reasoning_tokens: 0,
     });
     const total = rows.reduce((s: number, r: { cost: number }) => s + Math.round(r.cost * 1e6), 0);
     expect(BigInt(total)).toBe(10_000_000n - (await u.balance()));
@@ -142,7 +144,7 @@ for (const kind of DB_KINDS) {
       expect(table[0]).toEqual(HEADER);
       expect(table.slice(1).map((r) => r[0])).toEqual(own.map(idOf).reverse());
       const quoted = table.find((r) => r[0] === idOf(10))!;
-      expect(quoted).toEqual([idOf(10), new Date(base + 5_000).toISOString(), 'm1', 'big, "quoted"', 'key_b', '10', '20', '0.00007', 'USD', '200', 'true', '10', 'false']);
+      expect(quoted).toEqual([idOf(10), new Date(base + 5_000).toISOString(), 'm1', 'big, "quoted"', 'key_b', '10', '20', '0.00007', 'USD', '200', 'true', '10', 'false', '0', '0']);
 
       const ranged = parseCsv((await t.request('GET', `/api/usage/export.csv?from=${new Date(base + 1_000_000).toISOString()}`, { token: user.token })).text);
       expect(ranged.slice(1).map((r) => r[0])).toEqual(own.filter((i) => i >= 2000).map(idOf).reverse());

@@ -8,6 +8,9 @@ interface ModelPrice {
   slug: string;
   unit: string;
   price: number;
+  input_price?: number;
+  output_price?: number;
+  cached_input_price?: number;
 }
 interface GpuPrice {
   name: string;
@@ -16,7 +19,7 @@ interface GpuPrice {
 type Row = Record<string, string>;
 
 /** Each price is kept as the typed text and sent as a number; the server refuses more than 6 decimals. */
-function PriceTable({
+export function PriceTable({
   title,
   columns,
   rows: initial,
@@ -96,6 +99,15 @@ function PriceTable({
   );
 }
 
+/** The optional per-million token prices: an empty cell is an absent price (docs/billing.md). */
+const TOKEN_PRICES = [
+  ['input_price', 'pricing.input'],
+  ['output_price', 'pricing.output'],
+  ['cached_input_price', 'pricing.cachedInput'],
+] as const;
+const tokenPriceCells = (m: ModelPrice) => Object.fromEntries(TOKEN_PRICES.map(([key]) => [key, m[key] === undefined ? '' : String(m[key])]));
+const tokenPricesOf = (r: Row) => Object.fromEntries(TOKEN_PRICES.filter(([key]) => (r[key] ?? '').trim() !== '').map(([key]) => [key, Number(r[key])]));
+
 export function AdminPricing() {
   const pricing = useGet<{ models: ModelPrice[]; gpus: GpuPrice[] }>('/api/pricing');
   const price = t('admin.price', { currency });
@@ -110,14 +122,16 @@ export function AdminPricing() {
                 { key: 'slug', label: t('model') },
                 { key: 'unit', label: t('admin.unit'), options: ['per_million_tokens', 'per_request'] },
                 { key: 'price', label: price },
+                ...TOKEN_PRICES.map(([key, label]) => ({ key, label: t(label, { currency }) })),
               ]}
-              rows={p.models.map((m) => ({ slug: m.slug, unit: m.unit, price: String(m.price) }))}
+              rows={p.models.map((m) => ({ slug: m.slug, unit: m.unit, price: String(m.price), ...tokenPriceCells(m) }))}
               save={(rows) =>
                 api('PUT', '/api/admin/billing/pricing/models', {
-                  models: rows.map((r) => ({ slug: r.slug!.trim(), unit: r.unit, price: Number(r.price) })),
+                  models: rows.map((r) => ({ slug: r.slug!.trim(), unit: r.unit, price: Number(r.price), ...tokenPricesOf(r) })),
                 })
               }
             />
+            <p class="hint">{t('pricing.tokenPricesHint')}</p>
             <PriceTable
               title={t('admin.gpuPrices')}
               columns={[

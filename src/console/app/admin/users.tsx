@@ -4,6 +4,7 @@ import { api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
 import { Alert, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
+import { UserPriceGroup } from './user-price-group';
 
 interface AdminUserRow {
   id: string;
@@ -14,6 +15,7 @@ interface AdminUserRow {
   created_at: string;
   balance: number;
   currency: string;
+  price_group: string;
 }
 interface AdminUserDetail extends AdminUserRow {
   sessions_count?: number;
@@ -126,6 +128,7 @@ export function AdminUser({ id }: { id: string }) {
             </p>
             {note && <Status>{note}</Status>}
             <Alert>{error}</Alert>
+            <UserPriceGroup userId={id} current={u.price_group} onDone={user.reload} />
             <Adjustment userId={id} onDone={user.reload} />
             <SetPassword userId={id} />
           </>

@@ -6,6 +6,7 @@
 import { withQuery } from '../api';
 import { t } from '../locale';
 import { DataTable, Page, Show, useGet } from '../ui';
+import { YourPrices } from './prices';
 
 interface Model {
   slug: string;
@@ -65,6 +66,7 @@ export function Models() {
           />
         )}
       </Show>
+      <YourPrices />
     </Page>
   );
 }

@@ -7,6 +7,7 @@ import { withQuery } from '../api';
 import { DailyCostChart, localDays } from '../cost-chart';
 import { formatNumber, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { TokenKinds } from './token-kinds';
 import { DataTable, Field, Page, Select, Show, useCursor, useGet } from '../ui';
 
 interface UsageRow {
@@ -17,6 +18,8 @@ interface UsageRow {
   key_id: string | null;
   prompt_tokens: number;
   completion_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
   cost: number;
   currency: string;
   status: string | number;
@@ -109,6 +112,7 @@ export function Usage() {
                   <td>{keyName(row.key_id)}</td>
                   <td class="num">
                     {formatNumber(row.prompt_tokens)} + {formatNumber(row.completion_tokens)}
+                    <TokenKinds cached={row.cached_tokens} reasoning={row.reasoning_tokens} />
                   </td>
                   <td class="num">{formatMoney(row.cost, row.currency)}</td>
                   <td>

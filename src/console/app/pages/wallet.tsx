@@ -8,6 +8,7 @@ import { api, newIdempotencyKey } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
 import { Alert, DataTable, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
+import { Redeem } from './redeem';
 
 interface Summary {
   balance: number;
@@ -69,6 +70,7 @@ export function Wallet() {
           history.reload();
         }}
       />
+      <Redeem onCredited={summary.reload} />
       <section aria-labelledby="topups">
         <h2 id="topups">{t('wallet.history')}</h2>
         <Show loaded={history}>
