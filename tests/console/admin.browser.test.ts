@@ -277,28 +277,43 @@ describe('an operator', () => {
     await user.page.getByTestId('balance').filter({ hasText: '¥18.50' }).waitFor();
     const topups = user.page.getByTestId('topups');
     expect(await topups.locator('thead th').allTextContents()).toEqual(['创建时间', '金额', '支付方式', '状态', '已退款']);
-    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', 'chat_wallet', '已支付', '¥4.00']);
+    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', '微信支付', '已支付', '¥4.00']);
     await screenshot(user.page, 'cn-3b-refunded');
     await user.page.goto(`${site.url}/console/transactions`);
     await user.page.getByRole('cell', { name: '-¥4.00' }).waitFor();
-    await user.page.getByRole('cell', { name: /^Refund of payment pay_/ }).waitFor();
+    // The ledger's stored English descriptions are said in the page's language.
+    await user.page.getByRole('cell', { name: /^支付 pay_\S+ 的退款$/ }).waitFor();
+    await user.page.getByRole('cell', { name: /^充值 pay_\S+/ }).waitFor();
     await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'payment.refund', exact: true }).waitFor();
     expect(admin.problems).toEqual([]);
     expect(user.problems).toEqual([]);
   }, 60_000);
 
-  test('disables the user, whose next page load goes to the login page', async () => {
+  test('disables the user after a confirmation, whose next page load goes to the login page saying why', async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('link', { name: USER.email }).click();
+    // A destructive action is confirmed first: dismissing the question changes nothing.
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(d.message());
+      void d.dismiss();
+    });
+    await page.getByRole('button', { name: 'Disable account' }).click();
+    await waitFor(() => asked.length === 1);
+    expect(asked[0]).toContain(USER.email);
+    await user.page.reload();
+    await user.page.waitForURL(`${site.url}/console/transactions`);
+    page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Disable account' }).click();
     await page.getByRole('button', { name: 'Enable account' }).waitFor();
     await screenshot(page, 'admin-3-disabled');
 
     await user.page.reload();
-    await user.page.waitForURL(`${site.url}/login?next=%2Fconsole%2Ftransactions`);
+    await user.page.waitForURL(`${site.url}/login?expired=1&next=%2Fconsole%2Ftransactions`);
     await user.page.getByRole('heading', { name: '登录' }).waitFor();
+    await user.page.getByRole('status').filter({ hasText: '您的会话已结束，请重新登录。' }).waitFor();
     await screenshot(user.page, 'cn-4-signed-out');
     expect(admin.problems).toEqual([]);
     expect(user.problems).toEqual([]);

@@ -4,6 +4,7 @@ import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
 import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
+import * as product from './messages.product';
 
 const en = {
   loading: 'Loading…',
@@ -175,7 +176,6 @@ const en = {
   'admin.disabled': 'Disabled',
   'admin.lastLogin': 'Last login',
   'admin.counts': 'Sessions and keys',
-  'admin.countsValue': '{sessions} sessions, {keys} keys',
   'admin.enable': 'Enable account',
   'admin.disable': 'Disable account',
   'admin.promote': 'Make admin',
@@ -244,6 +244,7 @@ const en = {
   ...phone.en,
   ...captures.en,
   ...webhooks.en,
+  ...product.en,
 };
 
 export type Key = keyof typeof en;
@@ -418,7 +419,6 @@ const zh: Record<Key, string> = {
   'admin.disabled': '已停用',
   'admin.lastLogin': '最近登录',
   'admin.counts': '会话与密钥',
-  'admin.countsValue': '{sessions} 个会话，{keys} 个密钥',
   'admin.enable': '启用账户',
   'admin.disable': '停用账户',
   'admin.promote': '设为管理员',
@@ -487,6 +487,7 @@ const zh: Record<Key, string> = {
   ...phone.zh,
   ...captures.zh,
   ...webhooks.zh,
+  ...product.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

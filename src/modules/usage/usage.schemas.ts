@@ -23,6 +23,8 @@ export const UsageResponse = t.Object({
       entrypoint: t.String(),
       model: t.String(),
       key_id: t.Union([t.String(), t.Null()]),
+      key_name: t.Union([t.String(), t.Null()], { description: "the key's name, also after it was revoked; null for calls without a key" }),
+      key_revoked: t.Boolean(),
       prompt_tokens: t.Integer(),
       completion_tokens: t.Integer(),
       cost: t.Number(),
