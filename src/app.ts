@@ -145,7 +145,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(pricingPages({ pricing, config: ctx.config }))
     .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store, audit }))
     .use(registryPages({ registry, config: ctx.config }))
-    .use(releasesRoutes(releases))
+    .use(releasesRoutes(releases, ctx.config.site))
     .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(gatewayRoutes({ auth, gateway, silenceSeconds }))

@@ -67,7 +67,10 @@ describe('the China site', () => {
     // The payer's phone opens the page the QR code points at and pays there.
     const phone = await page.context().newPage();
     await phone.goto((await qr.getAttribute('src'))!.replace(/\/qr\.svg$/, ''));
-    await phone.getByRole('button', { name: /^Pay/ }).click();
+    // The sandbox checkout speaks the site's language too.
+    await phone.getByRole('heading', { name: '沙盒收银台' }).waitFor();
+    expect(await phone.locator('body').textContent()).not.toMatch(/\b(Pay|Fail|Payment|status|Sandbox|checkout)\b/);
+    await phone.getByRole('button', { name: /^支付 / }).click();
     await page.getByText('支付成功：¥10.00 已存入钱包。').waitFor();
     await page.getByTestId('balance').filter({ hasText: '¥10.00' }).waitFor();
     // Closed once the payment is through: closing the phone's page while its Pay form is still
