@@ -1,7 +1,7 @@
 /**
  * The China site as a product (issue 42): its public pages, the console document and the sandbox
  * checkout say everything in Chinese; usage made with a key that was revoked since keeps the key's
- * name; an ended session lands on the sign-in page that says why.
+ * name, and the cost chart above it is in yuan; an ended session lands on the sign-in page that says why.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser } from 'playwright-core';
@@ -70,6 +70,12 @@ describe('the China site in Chinese', () => {
     await page.context().addCookies([{ name: 'cpd_session', value: site.adminToken, url: site.url }]);
     await page.goto(`${site.url}/console/usage`);
     await page.getByTestId('usage-log').getByRole('cell', { name: '旧笔记本（已吊销）' }).waitFor();
+    // The chart above the log is in the site's currency, its legend in the page's language.
+    await page.getByTestId('cost-chart').locator('canvas').waitFor();
+    expect(await page.locator('table.chart-data tbody td.num').allTextContents()).toEqual(['¥0.00003']);
+    const legend = (await page.locator('.u-legend').textContent()) ?? '';
+    expect(legend).toContain('日期');
+    expect(legend).not.toMatch(/Time|am|pm|\$/);
     expect(problems).toEqual([]);
   });
 
