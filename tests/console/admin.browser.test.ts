@@ -206,7 +206,14 @@ describe('an operator', () => {
       ['Pricing', () => page.getByLabel('Model 1').waitFor()],
       ['Backends and runtimes', () => page.getByText('No supervised engines (ENGINES is not set).').waitFor()],
       ['Cost report', () => page.getByText('No cost in this range.').waitFor()],
-      ['Audit log', () => page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor()],
+      [
+        'Audit log',
+        async () => {
+          await page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor();
+          // Details are labelled values, not raw JSON.
+          await page.getByRole('term').filter({ hasText: /^Balance may go negative$/ }).first().waitFor();
+        },
+      ],
     ];
     for (const [name, shown] of pages) {
       await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name }).click();
