@@ -85,7 +85,14 @@ describe('the China site', () => {
     await page.getByRole('cell', { name: '示例科技有限公司' }).waitFor();
     const invoice = await page.request.get(site.url + (await page.getByRole('link', { name: '下载' }).getAttribute('href'))!);
     expect(invoice.status()).toBe(200);
-    expect(await invoice.text()).toContain('示例科技有限公司');
+    const record = await invoice.text();
+    expect(record).toContain('示例科技有限公司');
+    // Not to be taken for a fapiao: it says what it is, in Beijing time rather than raw UTC.
+    expect(record).toContain('开票申请记录');
+    expect(record).toContain('不是发票');
+    expect(record).toMatch(/申请时间 Requested at<\/th><td>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \(UTC\+8\)</);
+    expect(record).not.toMatch(/\d{2}:\d{2}:\d{2}\.\d{3}Z/);
+    await page.getByRole('cell', { name: '已申请，待开票' }).waitFor();
     await screenshot(page, 'cn-2b-invoice');
     expect(user.problems).toEqual([]);
   }, 60_000);
