@@ -62,6 +62,8 @@ export const en = {
   'product.audit.backends': 'Backends',
   'product.invoice.note': 'An invoice request is a record of what you asked for, not a fapiao (tax invoice): the operator issues the fapiao from it. Its download is the request record.',
   'product.invoice.issued': 'Requested; fapiao pending',
+  'product.unit.per_million_tokens': 'per million tokens',
+  'product.unit.per_request': 'per request',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -122,4 +124,6 @@ export const zh: Record<keyof typeof en, string> = {
   'product.audit.backends': '后端',
   'product.invoice.note': '开票申请仅记录您的申请内容，并非发票：运营方将据此开具电子发票（增值税发票）。下载的文件是申请记录，不能用于报销。',
   'product.invoice.issued': '已申请，待开票',
+  'product.unit.per_million_tokens': '每百万 token',
+  'product.unit.per_request': '每次请求',
 };

@@ -23,7 +23,7 @@ function PriceTable({
   save,
 }: {
   title: string;
-  columns: Array<{ key: string; label: string; options?: string[] }>;
+  columns: Array<{ key: string; label: string; options?: Array<[value: string, label: string]> }>;
   rows: Row[];
   save: (rows: Row[]) => Promise<void>;
 }) {
@@ -66,8 +66,8 @@ function PriceTable({
                 <td>
                   {c.options ? (
                     <select aria-label={`${c.label} ${i + 1}`} value={row[c.key]} onChange={(e) => edit(i, c.key, e.currentTarget.value)}>
-                      {c.options.map((o) => (
-                        <option value={o}>{o}</option>
+                      {c.options.map(([value, label]) => (
+                        <option value={value}>{label}</option>
                       ))}
                     </select>
                   ) : (
@@ -85,7 +85,7 @@ function PriceTable({
         </tbody>
       </table>
       <p class="actions">
-        <button type="button" onClick={() => setRows([...rows, Object.fromEntries(columns.map((c) => [c.key, c.options?.[0] ?? '']))])}>
+        <button type="button" onClick={() => setRows([...rows, Object.fromEntries(columns.map((c) => [c.key, c.options?.[0]?.[0] ?? '']))])}>
           {t('admin.addRow')}
         </button>
         <button type="submit">{t('save')}</button>
@@ -108,7 +108,14 @@ export function AdminPricing() {
               title={t('admin.modelPrices')}
               columns={[
                 { key: 'slug', label: t('model') },
-                { key: 'unit', label: t('admin.unit'), options: ['per_million_tokens', 'per_request'] },
+                {
+                  key: 'unit',
+                  label: t('admin.unit'),
+                  options: [
+                    ['per_million_tokens', t('product.unit.per_million_tokens')],
+                    ['per_request', t('product.unit.per_request')],
+                  ],
+                },
                 { key: 'price', label: price },
               ]}
               rows={p.models.map((m) => ({ slug: m.slug, unit: m.unit, price: String(m.price) }))}
