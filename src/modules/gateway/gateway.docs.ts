@@ -1,9 +1,11 @@
 /**
  * The OpenAPI request bodies of the /v1 routes. Those routes read the raw body themselves (the
- * upstream gets it as sent), so these schemas only describe it for /api/docs; they validate nothing.
+ * upstream gets it as sent), so these schemas only describe it for /api/docs; they validate nothing,
+ * and say so (`x-cpd-validated: false`): the handler checks the body and words its own errors.
  */
 const json = (schema: Record<string, unknown>, example: Record<string, unknown>) => ({
   required: true,
+  'x-cpd-validated': false,
   content: { 'application/json': { schema, example } },
 });
 
