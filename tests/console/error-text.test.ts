@@ -18,6 +18,7 @@ describe('humanError', () => {
     expect(humanError('invalid spend_limit: must be zero or more, or null', en)).toBe('Spend limit must be zero or more.');
     expect(humanError('invalid email: is required', zh)).toBe('邮箱为必填项。');
     expect(humanError('invalid limit: must be 200 or less', en)).toBe('Limit must be 200 or less.');
+    expect(humanError('invalid name: must not be empty', en)).toBe('Name must not be empty.');
   });
 
   test("handlers' own messages of the same shapes too; a negative spend limit is not called a decimals problem", () => {

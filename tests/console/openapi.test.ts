@@ -45,6 +45,13 @@ describe('/api/docs/json', () => {
     }
   });
 
+  test('the agents API bodies are described, with an example', () => {
+    for (const name of ['/v1/agents', '/v1/agents/sessions', '/v1/agents/sessions/{id}/events']) {
+      const schema = spec.paths[name]?.post?.requestBody?.content?.['application/json']?.schema as { examples?: unknown[] } | undefined;
+      expect(schema?.examples?.length, name).toBeGreaterThan(0);
+    }
+  });
+
   test('the usage CSV export is listed', () => {
     expect(spec.paths['/api/usage/export.csv']?.get?.summary).toBeTruthy();
   });
