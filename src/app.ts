@@ -20,7 +20,7 @@ import { createReleasesService, releasesRoutes } from './modules/releases';
 import { createSupervisor, runtimeRoutes } from './modules/runtime';
 import { createWebhooksService, type WorkerOptions, webhooksRoutes } from './modules/webhooks';
 import type { AppContext } from './app-context';
-import { type AuthMode, authenticate, authPlugin } from './platform/http/auth';
+import { type AuthMode, authenticate, authPlugin, SESSION_COOKIE } from './platform/http/auth';
 import { credentialGate } from './platform/http/credential-gate';
 import { jsonBodiesOnly } from './platform/http/body-type';
 import { htmlSecurityHeaders } from './platform/http/html';
@@ -118,7 +118,18 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
         path: '/api/docs',
         specPath: API_SPEC_PATH,
         provider: null,
-        documentation: { info: { title: 'cpd', version: VERSION, description: 'Compute platform API' } },
+        // /api/usage/export.csv is an API route, not a static file.
+        exclude: { staticFile: false },
+        documentation: {
+          info: { title: 'cpd', version: VERSION, description: 'Compute platform API' },
+          // Swagger UI's Authorize button: an API key or session token as a bearer, or the console's session cookie.
+          components: {
+            securitySchemes: {
+              bearer: { type: 'http', scheme: 'bearer', description: 'an API key (bfvk-…) or the token of POST /api/auth/login' },
+              session: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: "the console's session cookie" },
+            },
+          },
+        },
       }),
     )
     .use(auth)
@@ -134,7 +145,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(pricingPages({ pricing, config: ctx.config }))
     .use(registryRoutes({ auth, resolver: accounts.resolver, log: ctx.log, registry, downloads, store, audit }))
     .use(registryPages({ registry, config: ctx.config }))
-    .use(releasesRoutes(releases))
+    .use(releasesRoutes(releases, ctx.config.site))
     .use(billingRoutes({ auth, billing, config: ctx.config, requirePayer: accounts.requireVerifiedEmail }))
     .use(redemptionRoutes({ auth, redemption: billing.redemption, audit }))
     .use(webhooksRoutes({ auth, webhooks }))

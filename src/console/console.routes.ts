@@ -9,7 +9,7 @@
  */
 import { Elysia } from 'elysia';
 import type { Config } from '../config';
-import { type CallerResolver, resolveCaller } from '../platform/http/auth';
+import { type CallerResolver, SESSION_COOKIE, resolveCaller } from '../platform/http/auth';
 import { AppError } from '../platform/errors';
 import { ASSET_PREFIX, assetResponse } from './console.assets';
 import { HTML_HEADERS, apiDocsDocument, chooseLanguage, consoleDocument } from './console.shell';
@@ -33,9 +33,11 @@ export const consoleRoutes = ({ config, resolver, specPath }: ConsoleRoutesDeps)
     );
   const toLogin = (request: Request) => {
     const url = new URL(request.url);
+    // A session cookie that no longer signs in means the session ended: the sign-in page says so.
+    const expired = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=[^;\\s]`).test(request.headers.get('cookie') ?? '') ? 'expired=1&' : '';
     return new Response(null, {
       status: 303,
-      headers: { location: `/login?next=${encodeURIComponent(url.pathname + url.search)}`, 'cache-control': 'no-store' },
+      headers: { location: `/login?${expired}next=${encodeURIComponent(url.pathname + url.search)}`, 'cache-control': 'no-store' },
     });
   };
   const consolePage = async (request: Request, admin: boolean) => {

@@ -22,18 +22,25 @@ export const HTML_HEADERS = {
   vary: 'accept-language, cookie',
 };
 
+/** What the document says before its script runs, in its language. */
+const SHELL_TEXT: Record<Language, { title: string; noscript: string }> = {
+  en: { title: 'cpd console', noscript: 'This console needs JavaScript. Everything it does is also in the JSON API at /api/docs.' },
+  'zh-CN': { title: 'cpd 控制台', noscript: '此控制台需要启用 JavaScript。它的全部功能也可通过 JSON API 使用，见 /api/docs。' },
+};
+
 export function consoleDocument(opts: { language: Language; site: Config['site']; currency: string }): string {
+  const text = SHELL_TEXT[opts.language];
   return `<!doctype html>
 <html lang="${opts.language}" data-site="${escapeHtml(opts.site)}" data-currency="${escapeHtml(opts.currency)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>cpd</title>
+<title>${text.title}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl(consoleEntry.css)}">
 <script type="module" src="${assetUrl(consoleEntry.js)}"></script>
 </head>
-<body><div id="app"></div><noscript>This console needs JavaScript. Everything it does is also in the JSON API at /api/docs.</noscript></body>
+<body><div id="app"></div><noscript>${text.noscript}</noscript></body>
 </html>
 `;
 }

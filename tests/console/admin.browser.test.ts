@@ -67,7 +67,10 @@ describe('the China site', () => {
     // The payer's phone opens the page the QR code points at and pays there.
     const phone = await page.context().newPage();
     await phone.goto((await qr.getAttribute('src'))!.replace(/\/qr\.svg$/, ''));
-    await phone.getByRole('button', { name: /^Pay/ }).click();
+    // The sandbox checkout speaks the site's language too.
+    await phone.getByRole('heading', { name: '沙盒收银台' }).waitFor();
+    expect(await phone.locator('body').textContent()).not.toMatch(/\b(Pay|Fail|Payment|status|Sandbox|checkout)\b/);
+    await phone.getByRole('button', { name: /^支付 / }).click();
     await page.getByText('支付成功：¥10.00 已存入钱包。').waitFor();
     await page.getByTestId('balance').filter({ hasText: '¥10.00' }).waitFor();
     // Closed once the payment is through: closing the phone's page while its Pay form is still
@@ -82,7 +85,14 @@ describe('the China site', () => {
     await page.getByRole('cell', { name: '示例科技有限公司' }).waitFor();
     const invoice = await page.request.get(site.url + (await page.getByRole('link', { name: '下载' }).getAttribute('href'))!);
     expect(invoice.status()).toBe(200);
-    expect(await invoice.text()).toContain('示例科技有限公司');
+    const record = await invoice.text();
+    expect(record).toContain('示例科技有限公司');
+    // Not to be taken for a fapiao: it says what it is, in Beijing time rather than raw UTC.
+    expect(record).toContain('开票申请记录');
+    expect(record).toContain('不是发票');
+    expect(record).toMatch(/申请时间 Requested at<\/th><td>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \(UTC\+8\)</);
+    expect(record).not.toMatch(/\d{2}:\d{2}:\d{2}\.\d{3}Z/);
+    await page.getByRole('cell', { name: '已申请，待开票' }).waitFor();
     await screenshot(page, 'cn-2b-invoice');
     expect(user.problems).toEqual([]);
   }, 60_000);
@@ -203,7 +213,14 @@ describe('an operator', () => {
       ['Pricing', () => page.getByLabel('Model 1').waitFor()],
       ['Backends and runtimes', () => page.getByText('No supervised engines (ENGINES is not set).').waitFor()],
       ['Cost report', () => page.getByText('No cost in this range.').waitFor()],
-      ['Audit log', () => page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor()],
+      [
+        'Audit log',
+        async () => {
+          await page.getByRole('cell', { name: 'wallet.adjust', exact: true }).waitFor();
+          // Details are labelled values, not raw JSON.
+          await page.getByRole('term').filter({ hasText: /^Balance may go negative$/ }).first().waitFor();
+        },
+      ],
     ];
     for (const [name, shown] of pages) {
       await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name }).click();
@@ -277,28 +294,43 @@ describe('an operator', () => {
     await user.page.getByTestId('balance').filter({ hasText: '¥18.50' }).waitFor();
     const topups = user.page.getByTestId('topups');
     expect(await topups.locator('thead th').allTextContents()).toEqual(['创建时间', '金额', '支付方式', '状态', '已退款']);
-    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', 'chat_wallet', '已支付', '¥4.00']);
+    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', '微信支付', '已支付', '¥4.00']);
     await screenshot(user.page, 'cn-3b-refunded');
     await user.page.goto(`${site.url}/console/transactions`);
     await user.page.getByRole('cell', { name: '-¥4.00' }).waitFor();
-    await user.page.getByRole('cell', { name: /^Refund of payment pay_/ }).waitFor();
+    // The ledger's stored English descriptions are said in the page's language.
+    await user.page.getByRole('cell', { name: /^支付 pay_\S+ 的退款$/ }).waitFor();
+    await user.page.getByRole('cell', { name: /^充值 pay_\S+/ }).waitFor();
     await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'payment.refund', exact: true }).waitFor();
     expect(admin.problems).toEqual([]);
     expect(user.problems).toEqual([]);
   }, 60_000);
 
-  test('disables the user, whose next page load goes to the login page', async () => {
+  test('disables the user after a confirmation, whose next page load goes to the login page saying why', async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('link', { name: USER.email }).click();
+    // A destructive action is confirmed first: dismissing the question changes nothing.
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(d.message());
+      void d.dismiss();
+    });
+    await page.getByRole('button', { name: 'Disable account' }).click();
+    await waitFor(() => asked.length === 1);
+    expect(asked[0]).toContain(USER.email);
+    await user.page.reload();
+    await user.page.waitForURL(`${site.url}/console/transactions`);
+    page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Disable account' }).click();
     await page.getByRole('button', { name: 'Enable account' }).waitFor();
     await screenshot(page, 'admin-3-disabled');
 
     await user.page.reload();
-    await user.page.waitForURL(`${site.url}/login?next=%2Fconsole%2Ftransactions`);
+    await user.page.waitForURL(`${site.url}/login?expired=1&next=%2Fconsole%2Ftransactions`);
     await user.page.getByRole('heading', { name: '登录' }).waitFor();
+    await user.page.getByRole('status').filter({ hasText: '您的会话已结束，请重新登录。' }).waitFor();
     await screenshot(user.page, 'cn-4-signed-out');
     expect(admin.problems).toEqual([]);
     expect(user.problems).toEqual([]);

@@ -70,8 +70,9 @@ describe('the session gate', () => {
       expect(res.status).toBe(303);
       expect(res.headers.get('location')).toBe(`/login?next=${encodeURIComponent(path)}`);
     }
+    // A session cookie that no longer signs in: the session ended, and the sign-in page is told so.
     const stale = await t.request('GET', '/console', { headers: { cookie: 'cpd_session=not-a-session' } });
-    expect(stale.headers.get('location')).toBe('/login?next=%2Fconsole');
+    expect(stale.headers.get('location')).toBe('/login?expired=1&next=%2Fconsole');
   });
 
   test('a user gets the console; /console/admin/* sends a non-admin back to /console and lets an admin in', async () => {

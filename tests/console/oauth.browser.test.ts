@@ -50,6 +50,8 @@ describe('sign-in with GitHub in the console', () => {
     await providers.getByRole('cell', { name: 'browser@gh.example' }).waitFor();
     await screenshot(page, 'oauth-1-account');
 
+    // Unlinking is confirmed first (every destructive action is).
+    page.on('dialog', (dialog) => void dialog.accept());
     await providers.getByRole('button', { name: 'Unlink' }).click();
     await providers.getByRole('alert').filter({ hasText: 'last way to sign in' }).waitFor();
 

@@ -73,6 +73,8 @@ describe('a new user on the international site', () => {
     await checkout.getByRole('button', { name: /^Pay/ }).click();
     await page.getByText('Paid: $25.50 credited to your wallet.').waitFor();
     await page.getByTestId('balance').filter({ hasText: '$25.50' }).waitFor();
+    // The settled top-up frees the button for the next one without a reload.
+    await page.locator('button:enabled', { hasText: 'Continue to payment' }).waitFor({ timeout: 5_000 });
     await screenshot(page, 'user-4-credited');
 
     const openai = new OpenAI({ apiKey: key, baseURL: `${site.url}/v1` });

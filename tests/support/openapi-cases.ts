@@ -43,7 +43,7 @@ export type Schema = {
 export type Parameter = { in: 'query' | 'path' | 'header' | 'cookie'; name: string; required?: boolean; schema?: Schema };
 export type Operation = {
   parameters?: Parameter[];
-  requestBody?: { required?: boolean; content?: Record<string, { schema?: Schema }> };
+  requestBody?: { required?: boolean; 'x-cpd-validated'?: boolean; content?: Record<string, { schema?: Schema }> };
 };
 export type Route = { method: string; path: string; op: Operation };
 
@@ -247,7 +247,9 @@ function keyword(what: string): string {
   return what.split(': ').at(-1)!.split(' ')[0]!;
 }
 
+/** The body's schema when the schema validates it; a body only described for readers (x-cpd-validated: false) is the handler's to check. */
 function bodySchema(op: Operation): Schema | undefined {
+  if (op.requestBody?.['x-cpd-validated'] === false) return undefined;
   return op.requestBody?.content?.['application/json']?.schema;
 }
 

@@ -25,7 +25,7 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
   if (!res.ok) {
     // A session that ended (logout elsewhere, disabled account) sends a console page back to sign-in.
     if (res.status === 401 && location.pathname.startsWith('/console'))
-      location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+      location.assign(`/login?expired=1&next=${encodeURIComponent(location.pathname + location.search)}`);
     throw new ApiError(res.status, typeof data?.error === 'string' ? data.error : res.statusText);
   }
   return data as T;

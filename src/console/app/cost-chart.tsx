@@ -1,6 +1,6 @@
 /**
  * Daily cost by model (or user, or entrypoint) over a range of days in the browser's time zone,
- * from the router cost report (GET /v1/router/cost, USD): one report per local day, so each point
+ * from the router cost report (GET /v1/router/cost, in the site's currency): one report per local day, so each point
  * is exact for that day. Drawn with uPlot; the same numbers are listed in a table for screen
  * readers and for anyone who wants the figures. uPlot's code is a separate chunk, loaded when a
  * chart is first drawn, so the login page does not carry it.
@@ -8,7 +8,7 @@
 import 'uplot/dist/uPlot.min.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, withQuery } from './api';
-import { formatDay, t } from './locale';
+import { currency, formatDay, t } from './locale';
 import { formatMicros, toMicros } from './money';
 import { Alert, errorText } from './ui';
 
@@ -17,7 +17,7 @@ interface CostRow {
   user?: string;
   model?: string;
   entrypoint?: string;
-  cost_usd: number;
+  cost: number;
   tokens: number;
 }
 interface Series {
@@ -48,13 +48,13 @@ async function loadSeries(days: Date[], groupBy: GroupBy, only?: string): Promis
     days.map((day) => {
       const next = new Date(day.getFullYear(), day.getMonth(), day.getDate() + 1);
       return get<{ items: CostRow[] }>(
-        withQuery('/v1/router/cost', { from: day.toISOString(), to: next.toISOString(), group_by: groupBy }),
+        withQuery('/v1/router/cost', { from: day.toISOString(), to: next.toISOString(), group_by: groupBy, currency: 'site' }),
       );
     }),
   );
   const groups = [...new Set(reports.flatMap((r) => r.items.map((row) => row[groupBy] ?? '')))].filter((g) => !only || g === only).sort();
   const micros = groups.map((g) =>
-    reports.map((r) => r.items.filter((row) => row[groupBy] === g).reduce((sum, row) => sum + toMicros(row.cost_usd), 0n)),
+    reports.map((r) => r.items.filter((row) => row[groupBy] === g).reduce((sum, row) => sum + toMicros(row.cost), 0n)),
   );
   return { days, groups, micros };
 }
@@ -90,10 +90,17 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
             width: Math.min(target.clientWidth || 720, 960),
             height: 260,
             scales: { x: { time: true } },
-            axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
+            // Axis and legend in the page's language and the site's currency, like the table below.
+            axes: [{ values: (_, ticks) => ticks.map((v) => formatDay(new Date(v * 1000))) }, { size: 90, values: (_, ticks) => ticks.map((v) => formatMicros(toMicros(v), currency)) }],
             series: [
-              {},
-              ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } })),
+              { label: t('chart.day'), value: (_, v) => (v === null ? '—' : formatDay(new Date(v * 1000))) },
+              ...series.groups.map((g, i) => ({
+                label: g,
+                stroke: COLORS[i % COLORS.length],
+                width: 2,
+                points: { show: true, size: 6 },
+                value: (_: unknown, v: number | null) => (v === null ? '—' : formatMicros(toMicros(v), currency)),
+              })),
             ],
           },
           [series.days.map((d) => d.getTime() / 1000), ...series.micros.map((row) => row.map((m) => Number(m) / 1_000_000))],
@@ -131,7 +138,7 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
                 <tr>
                   <td>{formatDay(day)}</td>
                   {series.micros.map((row) => (
-                    <td class="num">{formatMicros(row[i]!, 'USD')}</td>
+                    <td class="num">{formatMicros(row[i]!, currency)}</td>
                   ))}
                 </tr>
               ) : null,

@@ -17,6 +17,12 @@ export function t(key: Key, vars: Record<string, string | number> = {}): string 
   return (messages[language][key] ?? key).replace(/\{(\w+)\}/g, (_, name: string) => String(vars[name] ?? ''));
 }
 
+const pluralRules = new Intl.PluralRules(language);
+
+/** "1 session", "2 sessions": the `.one` or `.other` form of `key` for `n`, with `{n}` filled. */
+export const tn = (key: 'product.sessions' | 'product.keys', n: number) =>
+  t(`${key}.${pluralRules.select(n) === 'one' ? 'one' : 'other'}`, { n: formatNumber(n) });
+
 /** The switch: remembered for a year in a plain preference cookie (not a credential), then the page reloads in that language. */
 export function switchLanguage(to: Language) {
   // biome-ignore lint/suspicious/noDocumentCookie: one fixed preference value; the Cookie Store API is missing from browsers the console supports.

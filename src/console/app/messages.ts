@@ -5,6 +5,7 @@ import * as phone from './messages.phone';
 import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
 import * as pricing from './messages.pricing';
+import * as product from './messages.product';
 
 const en = {
   loading: 'Loading…',
@@ -176,7 +177,6 @@ const en = {
   'admin.disabled': 'Disabled',
   'admin.lastLogin': 'Last login',
   'admin.counts': 'Sessions and keys',
-  'admin.countsValue': '{sessions} sessions, {keys} keys',
   'admin.enable': 'Enable account',
   'admin.disable': 'Disable account',
   'admin.promote': 'Make admin',
@@ -246,6 +246,7 @@ const en = {
   ...captures.en,
   ...webhooks.en,
   ...pricing.en,
+  ...product.en,
 };
 
 export type Key = keyof typeof en;
@@ -420,7 +421,6 @@ const zh: Record<Key, string> = {
   'admin.disabled': '已停用',
   'admin.lastLogin': '最近登录',
   'admin.counts': '会话与密钥',
-  'admin.countsValue': '{sessions} 个会话，{keys} 个密钥',
   'admin.enable': '启用账户',
   'admin.disable': '停用账户',
   'admin.promote': '设为管理员',
@@ -490,6 +490,7 @@ const zh: Record<Key, string> = {
   ...captures.zh,
   ...webhooks.zh,
   ...pricing.zh,
+  ...product.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useState } from 'preact/hooks';
 import { ApiError, get } from './api';
+import { humanError } from './error-text';
 import { type Language, language, switchLanguage, t } from './locale';
 
 export interface Loaded<T> {
@@ -35,7 +36,8 @@ export function useGet<T>(path: string | null): Loaded<T> {
   return { ...state, reload };
 }
 
-export const errorText = (e: unknown) => (e instanceof ApiError || e instanceof Error ? e.message : String(e));
+/** An error to show: the API's message said for a person in the page's language (error-text.ts). */
+export const errorText = (e: unknown) => (e instanceof ApiError ? humanError(e.message, t) : e instanceof Error ? e.message : String(e));
 
 /** Shows loading, an error, or the children built from the data. */
 export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ComponentChildren }) {

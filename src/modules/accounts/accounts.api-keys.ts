@@ -3,7 +3,7 @@
  * that issued them. Creating, listing, changing and revoking them, and their views; a change or
  * revoke reaches every process through the key cache (accounts.key-cache.ts).
  */
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
@@ -26,6 +26,19 @@ const limitsColumns = (l: KeyLimits) => ({ models: l.models, spendLimitMicros: l
 
 /** For keys made without the router at hand (CLI, tests): no model can be named, nothing spent yet. */
 const NO_MODELS: KeyPolicy = { isModel: () => false, spentBy: async () => new Map() };
+
+/**
+ * Names of a user's keys by id, revoked ones too (marked), for views of what a key did: usage
+ * made with a key stays named after the key is revoked.
+ */
+export async function apiKeyNames(db: AppContext['database']['db'], userId: string, ids: string[]): Promise<Map<string, { name: string; revoked: boolean }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: apiKeys.id, name: apiKeys.name, revokedAt: apiKeys.revokedAt })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.userId, userId), inArray(apiKeys.id, ids)));
+  return new Map(rows.map((r) => [r.id, { name: r.name, revoked: r.revokedAt !== null }]));
+}
 
 export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
   const { db } = ctx.database;

@@ -113,6 +113,7 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config, startLi
     .get('/api/auth/identities', ({ caller }) => identities.list(caller.userId), {
       auth: ['session'],
       response: { 200: t.Array(Identity) },
+      detail: { summary: 'Sign-in providers linked to your account' },
     })
     .delete(
       '/api/auth/identities/:id',
@@ -120,6 +121,6 @@ export const oauthRoutes = ({ accounts, oauth, identities, auth, config, startLi
         await identities.unlink(caller.userId, params.id);
         set.status = 204;
       },
-      { auth: ['session'], params: s.IdParams },
+      { auth: ['session'], params: s.IdParams, detail: { summary: 'Unlink a sign-in provider' } },
     );
 };

@@ -58,7 +58,7 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         set.status = 201;
         return result;
       },
-      { body: s.RegisterBody, response: { 201: s.SignedIn, 202: s.Accepted } },
+      { body: s.RegisterBody, response: { 201: s.SignedIn, 202: s.Accepted }, detail: { summary: 'Create an account (signed in at once, or 202 while the address is verified)' } },
     )
     .post(
       '/api/auth/login',
@@ -67,7 +67,7 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         if ('token' in result) setSessionCookie(cookie, result.token);
         return result;
       },
-      { body: s.LoginBody, response: { 200: s.LoginResponse } },
+      { body: s.LoginBody, response: { 200: s.LoginResponse }, detail: { summary: 'Sign in with email or phone and password (a 2FA challenge when on)' } },
     )
     .post(
       '/api/auth/2fa/verify',
@@ -76,13 +76,14 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         setSessionCookie(cookie, signedIn.token);
         return signedIn;
       },
-      { body: s.VerifyBody, response: { 200: s.SignedIn } },
+      { body: s.VerifyBody, response: { 200: s.SignedIn }, detail: { summary: 'Finish a sign-in with the 2FA code' } },
     )
-    .post('/api/auth/2fa/setup', ({ caller }) => accounts.setupTwoFactor(caller.userId), { auth: ['session'], response: { 200: s.TwoFactorSetup } })
+    .post('/api/auth/2fa/setup', ({ caller }) => accounts.setupTwoFactor(caller.userId), { auth: ['session'], response: { 200: s.TwoFactorSetup }, detail: { summary: 'Start setting up 2FA: a new TOTP secret' } })
     .post('/api/auth/2fa/enable', ({ caller, body, request, server }) => accounts.enableTwoFactor(caller.userId, body.code, meta(request, server)), {
       auth: ['session'],
       body: s.CodeBody,
       response: { 200: s.TwoFactorEnabled },
+      detail: { summary: 'Turn 2FA on with a code of the new secret (answers recovery codes)' },
     })
     .post(
       '/api/auth/2fa/disable',
@@ -90,9 +91,9 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         await accounts.disableTwoFactor(caller.userId, body.code, meta(request, server));
         set.status = 204;
       },
-      { auth: ['session'], body: s.CodeBody },
+      { auth: ['session'], body: s.CodeBody, detail: { summary: 'Turn 2FA off with a current code' } },
     )
-    .get('/api/auth/me', ({ caller }) => accounts.me(caller.userId), { auth: ['session'], response: { 200: s.Me } })
+    .get('/api/auth/me', ({ caller }) => accounts.me(caller.userId), { auth: ['session'], response: { 200: s.Me }, detail: { summary: 'The signed-in user' } })
     .post(
       '/api/auth/logout',
       async ({ caller, cookie, set }) => {
@@ -100,7 +101,7 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         clearSessionCookie(cookie);
         set.status = 204;
       },
-      { auth: ['session'] },
+      { auth: ['session'], detail: { summary: 'Sign out: ends this session' } },
     )
     .post(
       '/api/auth/password',
@@ -110,16 +111,16 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
       },
       { auth: ['session'], body: s.ChangePasswordBody, detail: { summary: 'Change your password (ends your other sessions)' } },
     )
-    .get('/api/auth/sessions', ({ caller }) => accounts.listSessions(caller.userId, caller.sessionId), { auth: ['session'], response: { 200: s.SessionList } })
+    .get('/api/auth/sessions', ({ caller }) => accounts.listSessions(caller.userId, caller.sessionId), { auth: ['session'], response: { 200: s.SessionList }, detail: { summary: 'Your sessions' } })
     .delete(
       '/api/auth/sessions/:id',
       async ({ caller, params, set }) => {
         await accounts.deleteSession(caller.userId, params.id);
         set.status = 204;
       },
-      { auth: ['session'], params: s.IdParams },
+      { auth: ['session'], params: s.IdParams, detail: { summary: 'End one of your sessions' } },
     )
-    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId, keyPolicy), { auth: ['session'], response: { 200: s.ApiKeyList } })
+    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId, keyPolicy), { auth: ['session'], response: { 200: s.ApiKeyList }, detail: { summary: 'Your live API keys' } })
     .post(
       '/api/api-keys',
       async ({ caller, body, set }) => {
@@ -127,13 +128,14 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         set.status = 201;
         return created;
       },
-      { auth: ['session'], body: s.ApiKeyBody, response: { 201: s.CreatedApiKey } },
+      { auth: ['session'], body: s.ApiKeyBody, response: { 201: s.CreatedApiKey }, detail: { summary: 'Create an API key (the key is shown this once)' } },
     )
     .patch('/api/api-keys/:id', ({ caller, params, body }) => accounts.updateApiKey(caller.userId, params.id, body, keyPolicy), {
       auth: ['session'],
       params: s.IdParams,
       body: s.ApiKeyPatch,
       response: { 200: s.ApiKey },
+      detail: { summary: "Change an API key's name or limits" },
     })
     .delete(
       '/api/api-keys/:id',
@@ -141,6 +143,6 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         await accounts.revokeApiKey(caller.userId, params.id);
         set.status = 204;
       },
-      { auth: ['session'], params: s.IdParams },
+      { auth: ['session'], params: s.IdParams, detail: { summary: 'Revoke an API key' } },
     );
 };

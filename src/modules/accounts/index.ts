@@ -1,5 +1,6 @@
 export { createAccountsService, type AccountsService, type UserView } from './accounts.service';
 export { loadPasswordHashing } from './accounts.passwords';
+export { apiKeyNames } from './accounts.api-keys';
 /** Named rate limiters for other modules: `namedLimiter(ctx, 'download').enforce(key)`. */
 export { createLimiters, namedLimiter, namedLimits, type LimitName, TokenBucketLimiter } from '../../platform/http/rate-limit';
 export { clientAddress } from '../../platform/http/client-address';

@@ -64,6 +64,6 @@ export const agentAuthPlugin = (deps: AgentAuthDeps) =>
       },
       resolve: ({ request }) => ({ principal: passOf<Principal>(request) }),
       // Read by the credential gate and shown in the OpenAPI document.
-      detail: { [CREDENTIALS_DETAIL]: ['agent'] } as Record<string, unknown>,
+      detail: { [CREDENTIALS_DETAIL]: ['agent'], security: [{ bearer: [] }] } as Record<string, unknown>,
     }),
   });

@@ -15,14 +15,17 @@ export const AgentCreateBody = t.Object({
   instructions: t.Optional(t.Nullable(t.String({ maxLength: 256_000 }))),
   tools: t.Optional(t.Nullable(t.Array(Tool, { maxItems: 128 }))),
   metadata: t.Optional(t.Nullable(Metadata)),
-});
+}, { examples: [{ model: 'llama-3.1-8b', name: 'helper', instructions: 'Answer in one sentence.' }] });
 
 export const AgentUpdateBody = t.Partial(AgentCreateBody);
 
-export const SessionCreateBody = t.Object({
-  agent_id: t.String({ minLength: 1 }),
-  metadata: t.Optional(t.Nullable(Metadata)),
-});
+export const SessionCreateBody = t.Object(
+  {
+    agent_id: t.String({ minLength: 1 }),
+    metadata: t.Optional(t.Nullable(Metadata)),
+  },
+  { examples: [{ agent_id: 'agt_…' }] },
+);
 
 export const SessionUpdateBody = t.Object({ metadata: t.Optional(t.Nullable(Metadata)) });
 
@@ -40,7 +43,7 @@ export const EventBody = t.Object({
   content: t.Optional(t.Nullable(t.String({ maxLength: 1_000_000 }))),
   tool_calls: t.Optional(t.Array(t.Object({}, { additionalProperties: t.Unknown() }), { maxItems: 128 })),
   tool_call_results: t.Optional(t.Array(ToolCallResult, { maxItems: 128 })),
-});
+}, { examples: [{ role: 'user', content: 'Weather in Paris?' }] });
 
 export const ListQuery = t.Object({
   limit: t.Optional(t.Numeric({ minimum: 1, maximum: 100, multipleOf: 1 })),

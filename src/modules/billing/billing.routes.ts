@@ -5,6 +5,7 @@
 import { Elysia, t } from 'elysia';
 import type { Config } from '../../config';
 import type { authPlugin } from '../../platform/http/auth';
+import { chooseLanguage } from '../../platform/http/language';
 import type { BillingService } from './billing.service';
 import * as s from './billing.schemas';
 
@@ -95,7 +96,12 @@ export const billingRoutes = ({ auth, billing, config, requirePayer }: BillingRo
   if (!sandbox) return app;
   // The sandbox provider's own pages: no credential, they stand for the provider's checkout.
   return app
-    .get('/api/payments/sandbox/:id', async ({ params }) => html(await sandbox.page(params.id)), { params: s.IdParams, detail: { summary: 'Sandbox checkout page' } })
+    .get(
+      '/api/payments/sandbox/:id',
+      async ({ params, request }) =>
+        html(await sandbox.page(params.id, chooseLanguage(config.site, request.headers.get('cookie'), request.headers.get('accept-language')))),
+      { params: s.IdParams, detail: { summary: 'Sandbox checkout page' } },
+    )
     .get('/api/payments/sandbox/:id/qr.svg', async ({ params }) => html(await sandbox.qrSvg(params.id), 'image/svg+xml'), {
       params: s.IdParams,
       detail: { summary: 'Sandbox checkout QR code' },

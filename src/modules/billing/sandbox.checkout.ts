@@ -8,9 +8,42 @@ import type { AppContext } from '../../app-context';
 import { AppError } from '../../platform/errors';
 import { payments } from './billing.tables';
 import { escapeHtml } from '../../platform/http/html';
+import type { Language } from '../../platform/http/language';
+import { PAGE_STYLE } from '../site';
 import { toDecimalString } from './money';
 import type { Notifications } from './notifications';
 import { sandboxPagePath, signSandboxNotification } from './providers/sandbox';
+
+const WORDS = {
+  en: {
+    title: 'Sandbox checkout',
+    payment: 'Payment',
+    colon: ': ',
+    comma: ', ',
+    stop: '.',
+    status: 'status',
+    statuses: { pending: 'pending', paid: 'paid', failed: 'failed', expired: 'expired' } as Record<string, string>,
+    provider: { card: 'Card', chat_wallet: 'WeChat Pay', app_wallet: 'Alipay' } as Record<string, string>,
+    isPaid: 'This payment is paid.',
+    pay: 'Pay',
+    fail: 'Fail',
+    note: "This page stands for the provider's checkout. No money moves.",
+  },
+  'zh-CN': {
+    title: '沙盒收银台',
+    payment: '支付',
+    colon: '：',
+    comma: '，',
+    stop: '。',
+    status: '状态',
+    statuses: { pending: '待支付', paid: '已支付', failed: '失败', expired: '已过期' } as Record<string, string>,
+    provider: { card: '银行卡', chat_wallet: '微信支付', app_wallet: '支付宝' } as Record<string, string>,
+    isPaid: '此笔支付已完成。',
+    pay: '支付',
+    fail: '模拟失败',
+    note: '此页面代替支付服务商的收银台，不会产生真实扣款。',
+  },
+};
 
 export function createSandboxCheckout(ctx: AppContext, notifications: Notifications) {
   const pageUrl = (id: string) => `${ctx.config.publicUrl}${sandboxPagePath(id)}`;
@@ -21,20 +54,27 @@ export function createSandboxCheckout(ctx: AppContext, notifications: Notificati
     return p;
   }
 
-  async function page(id: string): Promise<string> {
+  /** The page in `language` (the visitor's, as the public pages choose it). */
+  async function page(id: string, language: Language): Promise<string> {
     const p = await requirePayment(id);
+    const w = WORDS[language];
     const amount = `${toDecimalString(p.amountMicros)} ${p.currency}`;
     const buttons =
       p.status === 'paid'
-        ? '<p>This payment is paid.</p>'
-        : `<form method="post" action="${sandboxPagePath(p.id)}/pay"><button type="submit">Pay ${escapeHtml(amount)}</button></form>
-<form method="post" action="${sandboxPagePath(p.id)}/fail"><button type="submit">Fail</button></form>`;
+        ? `<p>${w.isPaid}</p>`
+        : `<div class="actions"><form method="post" action="${sandboxPagePath(p.id)}/pay"><button type="submit">${w.pay} ${escapeHtml(amount)}</button></form>
+<form method="post" action="${sandboxPagePath(p.id)}/fail"><button type="submit" class="secondary">${w.fail}</button></form></div>`;
     return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sandbox checkout ${escapeHtml(p.id)}</title></head>
-<body><h1>Sandbox checkout</h1>
-<p>Payment <code>${escapeHtml(p.id)}</code> (${escapeHtml(p.provider)}): <strong>${escapeHtml(amount)}</strong>, status <strong>${escapeHtml(p.status)}</strong>.</p>
+<html lang="${language}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${w.title} ${escapeHtml(p.id)}</title>
+<style>${PAGE_STYLE}
+main{max-width:32rem}.actions{display:flex;gap:.75rem}.actions form{margin:0}
+button{font:inherit;padding:.5rem 1rem;border:1px solid #225;border-radius:.35rem;background:#225;color:#fff;cursor:pointer}
+button.secondary{background:#fff;color:#225}</style></head>
+<body><header><a href="/">cpd</a></header><main><h1>${w.title}</h1>
+<p>${w.payment} <code>${escapeHtml(p.id)}</code> (${escapeHtml(w.provider[p.provider] ?? p.provider)})${w.colon}<strong>${escapeHtml(amount)}</strong>${w.comma}${w.status} <strong>${escapeHtml(w.statuses[p.status] ?? p.status)}</strong>${w.stop}</p>
 ${buttons}
-<p>This page stands for the provider's checkout. No money moves.</p></body></html>`;
+<p>${w.note}</p></main></body></html>`;
   }
 
   async function qrSvg(id: string): Promise<string> {

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { chatBody, embeddingsBody, replayBody, responsesBody } from './gateway.docs';
 import type { authPlugin } from '../../platform/http/auth';
 import { pathOf } from '../../platform/http/credential-gate';
 import { holdOpen } from '../../platform/http/listen';
@@ -35,17 +36,17 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
     .post('/v1/chat/completions', ({ caller, request }) => deps.gateway.chat(caller, request, requestIdOf(request)), {
       auth: ['key'],
       parse: 'none',
-      detail: { summary: 'OpenAI chat completions, JSON or SSE; billed to the key owner; X-Cost header', tags: ['gateway'] },
+      detail: { summary: 'OpenAI chat completions, JSON or SSE; billed to the key owner; X-Cost header', tags: ['gateway'], requestBody: chatBody },
     })
     .post('/v1/embeddings', ({ caller, request }) => deps.gateway.embeddings(caller, request, requestIdOf(request)), {
       auth: ['key'],
       parse: 'none',
-      detail: { summary: 'OpenAI embeddings; billed on input tokens; X-Cost header', tags: ['gateway'] },
+      detail: { summary: 'OpenAI embeddings; billed on input tokens; X-Cost header', tags: ['gateway'], requestBody: embeddingsBody },
     })
     .post('/v1/responses', ({ caller, request }) => deps.gateway.responses(caller, request, requestIdOf(request)), {
       auth: ['key'],
       parse: 'none',
-      detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'] },
+      detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'], requestBody: responsesBody },
     })
     .post('/v1/router/replay', ({ caller, request }) => deps.gateway.replay(caller, request, requestIdOf(request)), {
       auth: ['key', 'session'],
@@ -53,5 +54,6 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       detail: {
         summary: "Run a captured request again ({capture_id, model?}): the original endpoint's shape, streamed if it was, X-Replay-Of; billed and captured (docs/captures.md)",
         tags: ['gateway'],
+        requestBody: replayBody,
       },
     });

@@ -21,7 +21,8 @@ export function applyLimits(current: KeyLimits, input: KeyLimitsInput, policy: K
     if (input.spend_limit === null) next.spendLimitMicros = null;
     else {
       const micros = exactMajorToMicros(input.spend_limit);
-      if (micros === null || micros < 0n) throw new AppError('invalid', 'spend_limit must be a non-negative amount below 1000000000000 with at most 6 decimals');
+      if (input.spend_limit < 0) throw new AppError('invalid', 'spend_limit must be zero or more');
+      if (micros === null) throw new AppError('invalid', 'spend_limit must have at most 6 decimals and be below 1000000000000');
       next.spendLimitMicros = micros;
     }
   }

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia';
-import { renderPage } from '../site';
+import type { Config } from '../../config';
+import { publicText, renderPage } from '../site';
 import { downloadsBody } from './releases.page';
 import type { Component } from './releases.schemas';
 import { ReleaseSchema } from './releases.schemas';
@@ -34,12 +35,17 @@ const doc = (component: Component) => ({
   response: { 200: ReleaseSchema },
 });
 
-export const releasesRoutes = (releases: ReleasesService) =>
+export const releasesRoutes = (releases: ReleasesService, site: Config['site']) =>
   new Elysia({ name: 'cpd/releases' })
     .get('/api/download/engine-latest', ({ request }) => latestResponse(releases, 'engine', request), doc('engine'))
     .get('/api/download/router-latest', ({ request }) => latestResponse(releases, 'router', request), doc('router'))
     .get('/api/download/agent-latest', ({ request }) => latestResponse(releases, 'agent', request), doc('agent'))
     .get('/api/download/memo-latest', ({ request }) => latestResponse(releases, 'memo', request), doc('memo'))
-    .get('/downloads', async () => renderPage({ title: 'Downloads · cpd', body: downloadsBody(await releases.overview()) }), {
-      detail: { summary: 'Downloads page (HTML)', tags: ['releases'] },
-    });
+    .get(
+      '/downloads',
+      async ({ request }) => {
+        const { language, text } = publicText(site, request);
+        return renderPage({ language, text, title: `${text.downloads.title} · cpd`, body: downloadsBody(await releases.overview(), text) });
+      },
+      { detail: { summary: 'Downloads page (HTML)', tags: ['releases'] } },
+    );

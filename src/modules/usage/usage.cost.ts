@@ -26,6 +26,8 @@ export interface CostQuery {
   from?: string;
   to?: string;
   group_by?: string;
+  /** 'site': each row also carries its cost in the site's currency (the console shows that one). */
+  currency?: 'usd' | 'site';
 }
 
 export interface CostRow {
@@ -33,6 +35,9 @@ export interface CostRow {
   model?: string;
   entrypoint?: string;
   cost_usd: number;
+  /** In the site's currency, when asked for with currency=site. */
+  cost?: number;
+  currency?: string;
   tokens: number;
 }
 
@@ -95,6 +100,7 @@ export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) 
     const emails = groups.includes('user') ? await emailsOf([...new Set(rows.map((r) => r.user_id!).filter(Boolean))]) : new Map<string, string>();
     const items: CostRow[] = rows.map((r) => {
       const row: CostRow = { cost_usd: toMajor(toUsd(BigInt(r.cost_micros!))), tokens: Number(r.tokens) };
+      if (q.currency === 'site') Object.assign(row, { cost: toMajor(BigInt(r.cost_micros!)), currency: ctx.config.currency });
       if (groups.includes('user')) row.user = r.user_id ? (emails.get(r.user_id) ?? r.user_id) : 'anonymous';
       if (groups.includes('model')) row.model = r.model!;
       if (groups.includes('entrypoint')) row.entrypoint = r.entrypoint!;

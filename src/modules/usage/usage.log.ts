@@ -11,6 +11,7 @@ import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
 import { parseTime } from './usage.cost';
 import { routerUsage } from '../metering';
+import { apiKeyNames } from '../accounts';
 
 export interface UsageLogQuery {
   from?: string;
@@ -86,7 +87,13 @@ export function createUsageLog(ctx: AppContext) {
   async function list(userId: string, q: UsageLogQuery) {
     const limit = q.limit ?? 50;
     const { items, nextCursor } = page(await rows(userId, q, decodeCursor(q.cursor), limit), limit);
-    return { usage: items.map(usageView), next_cursor: nextCursor };
+    // The key's name beside its id, revoked keys too: the console lists only live keys.
+    const keys = await apiKeyNames(db, userId, [...new Set(items.flatMap((r) => (r.keyId ? [r.keyId] : [])))]);
+    const usage = items.map((r) => {
+      const key = r.keyId ? keys.get(r.keyId) : undefined;
+      return { ...usageView(r), key_name: key?.name ?? null, key_revoked: key?.revoked ?? false };
+    });
+    return { usage, next_cursor: nextCursor };
   }
 
   /**

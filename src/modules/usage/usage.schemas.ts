@@ -4,6 +4,7 @@ export const CostQuery = t.Object({
   from: t.Optional(t.String({ description: 'ISO 8601 start (inclusive); default: 30 days before `to`' })),
   to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive); default: now' })),
   group_by: t.Optional(t.String({ description: 'comma-separated: user, model, entrypoint' })),
+  currency: t.Optional(t.UnionEnum(['usd', 'site'], { description: "site: each row also has `cost` in the site's currency and that `currency`" })),
 });
 
 export const UsageQuery = t.Object({
@@ -23,6 +24,8 @@ export const UsageResponse = t.Object({
       entrypoint: t.String(),
       model: t.String(),
       key_id: t.Union([t.String(), t.Null()]),
+      key_name: t.Union([t.String(), t.Null()], { description: "the key's name, also after it was revoked; null for calls without a key" }),
+      key_revoked: t.Boolean(),
       prompt_tokens: t.Integer(),
       completion_tokens: t.Integer(),
       cost: t.Number(),
@@ -43,6 +46,8 @@ export const CostRowSchema = t.Object({
   model: t.Optional(t.String()),
   entrypoint: t.Optional(t.String()),
   cost_usd: t.Number(),
+  cost: t.Optional(t.Number({ description: "in the site's currency (currency=site)" })),
+  currency: t.Optional(t.String()),
   tokens: t.Integer(),
 });
 

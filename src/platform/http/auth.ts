@@ -95,6 +95,9 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
  * macro's transform checks only a request the gate did not place. A cookie-authenticated unsafe
  * request must also come from PUBLIC_URL's origin (platform/http/origin.ts).
  */
+/** The OpenAPI security schemes (declared in app.ts) a route's modes accept: a bearer token always, the session cookie for console routes. */
+const securityOf = (modes: readonly AuthMode[]) => [{ bearer: [] }, ...(modes.includes('session') || modes.includes('admin') ? [{ session: [] }] : [])];
+
 export const authPlugin = (resolver: CallerResolver, publicOrigin: string) =>
   new Elysia({ name: 'cpd/auth' }).macro({
     auth: (modes: AuthMode[]) => ({
@@ -103,7 +106,7 @@ export const authPlugin = (resolver: CallerResolver, publicOrigin: string) =>
       },
       resolve: ({ request }) => ({ caller: passOf<Caller>(request) }),
       // Also tells the credential gate (and readers of the OpenAPI document) what the route accepts.
-      detail: { [CREDENTIALS_DETAIL]: modes } as Record<string, unknown>,
+      detail: { [CREDENTIALS_DETAIL]: modes, security: securityOf(modes) } as Record<string, unknown>,
     }),
   });
 

@@ -65,14 +65,95 @@ export function errorResponse(error: unknown, code: string | number, log: Logger
   return jsonError(500, 'internal server error');
 }
 
+/**
+ * A schema failure said for a person, with the field named as code would write it:
+ * "invalid models[0].price: must be a number", not the validator's "Expected number". The
+ * "invalid <field>: " prefix stays, so clients that match on it keep working.
+ */
 function validationMessage(error: unknown): string {
-  const e = error as { all?: Array<{ path?: string; summary?: string; message?: string }>; type?: string };
+  const e = error as { all?: Array<{ path?: string; summary?: string; message?: string; schema?: Schema; value?: unknown }>; type?: string };
   const first = Array.isArray(e?.all) ? e.all[0] : undefined;
   if (first) {
-    const where = first.path ? first.path.replace(/^\//, '').replace(/\//g, '.') : (e.type ?? 'request');
-    return `invalid ${where || e.type || 'request'}: ${first.summary ?? first.message ?? 'does not match the schema'}`;
+    const where = first.path ? fieldName(first.path) : '';
+    const problem = first.schema ? describeProblem(first.schema, first.value) : null;
+    return `invalid ${where || e.type || 'request'}: ${problem ?? first.summary ?? first.message ?? 'does not match the schema'}`;
   }
   return 'invalid request';
+}
+
+/** "/models/0/price" → "models[0].price". */
+const fieldName = (pointer: string) =>
+  pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
+
+interface Schema {
+  type?: string;
+  anyOf?: Schema[];
+  const?: unknown;
+  enum?: unknown[];
+  format?: string;
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+}
+
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+/** What `value` fails of `schema`, as "must be …"; null when it cannot tell (the validator's words are used then). */
+function describeProblem(schema: Schema, value: unknown): string | null {
+  if (value === undefined) return 'is required';
+  if (schema.anyOf) {
+    const choices = schema.anyOf.filter((s) => 'const' in s).map((s) => JSON.stringify(s.const));
+    if (choices.length === schema.anyOf.length) return `must be one of ${choices.join(', ')}`;
+    const nullable = schema.anyOf.some((s) => s.type === 'null');
+    const others = schema.anyOf.filter((s) => s.type !== 'null');
+    const inner = others.length === 1 && others[0] && value !== null ? describeProblem(others[0], value) : null;
+    return inner ? `${inner}${nullable ? ', or null' : ''}` : null;
+  }
+  if ('const' in schema) return `must be ${JSON.stringify(schema.const)}`;
+  if (schema.enum) return `must be one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`;
+  switch (schema.type) {
+    case 'number':
+    case 'integer':
+      return numberProblem(schema, value);
+    case 'string':
+      if (typeof value !== 'string') return 'must be a string';
+      if (schema.minLength !== undefined && value.length < schema.minLength)
+        return schema.minLength === 1 ? 'must not be empty' : `must be at least ${plural(schema.minLength, 'character')}`;
+      if (schema.maxLength !== undefined && value.length > schema.maxLength) return `must be at most ${plural(schema.maxLength, 'character')}`;
+      if (schema.format) return `must be a valid ${schema.format}`;
+      return schema.pattern ? 'is not in the expected format' : null;
+    case 'boolean':
+      return 'must be true or false';
+    case 'array':
+      if (!Array.isArray(value)) return 'must be a list';
+      if (schema.minItems !== undefined && value.length < schema.minItems) return `must have at least ${plural(schema.minItems, 'item')}`;
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) return `must have at most ${plural(schema.maxItems, 'item')}`;
+      return null;
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value) ? 'has a field that is not allowed' : 'must be an object';
+  }
+  return null;
+}
+
+function numberProblem(schema: Schema, value: unknown): string | null {
+  if (typeof value !== 'number') return schema.type === 'integer' ? 'must be a whole number' : 'must be a number';
+  if (schema.type === 'integer' && !Number.isInteger(value)) return 'must be a whole number';
+  if (schema.minimum !== undefined && value < schema.minimum) return schema.minimum === 0 ? 'must be zero or more' : `must be ${schema.minimum} or more`;
+  if (schema.exclusiveMinimum !== undefined && value <= schema.exclusiveMinimum)
+    return schema.exclusiveMinimum === 0 ? 'must be more than zero' : `must be more than ${schema.exclusiveMinimum}`;
+  if (schema.maximum !== undefined && value > schema.maximum) return `must be ${schema.maximum} or less`;
+  if (schema.exclusiveMaximum !== undefined && value >= schema.exclusiveMaximum) return `must be less than ${schema.exclusiveMaximum}`;
+  return null;
 }
 
 /**

@@ -51,6 +51,8 @@ describe('usage log: real requests through the openai client (postgres)', () => 
       entrypoint: 'm1',
       model: 'm1',
       key_id: second.id,
+      key_name: 'second',
+      key_revoked: false,
       prompt_tokens: expect.any(Number),
       completion_tokens: expect.any(Number),
       cost: expect.any(Number),
@@ -69,6 +71,12 @@ describe('usage log: real requests through the openai client (postgres)', () => 
     expect(byKey.body).toEqual(bySession.body);
     expect((await h.t.request('GET', `/api/usage?key_id=${second.id}`, { token: u.user.token })).body.usage).toEqual([rows[0]]);
     expect((await h.t.request('GET', '/api/usage?model=nope', { token: u.user.token })).body.usage).toEqual([]);
+
+    // A revoked key's usage keeps the key's name (the console's list of keys no longer has it).
+    expect((await h.t.request('DELETE', `/api/api-keys/${second.id}`, { token: u.user.token })).status).toBe(204);
+    expect((await h.t.request('GET', `/api/usage?key_id=${second.id}`, { token: u.user.token })).body.usage).toEqual([
+      { ...rows[0], key_name: 'second', key_revoked: true },
+    ]);
 
     const csv = await fetch(`${h.baseUrl}/api/usage/export.csv`, { headers: { authorization: `Bearer ${u.key.key}` } });
     expect(csv.status).toBe(200);

@@ -1,5 +1,6 @@
 /** Admin: the audit log of every admin write, newest first, in cursor pages. */
 import { withQuery } from '../api';
+import type { Key } from '../messages';
 import { formatTime, t } from '../locale';
 import { Page, Show, useCursor, useGet } from '../ui';
 
@@ -41,7 +42,7 @@ export function AdminAudit() {
                     </td>
                     <td>{e.target}</td>
                     <td>
-                      <code>{JSON.stringify(e.details)}</code>
+                      <AuditDetails details={e.details} />
                     </td>
                   </tr>
                 ))}
@@ -52,5 +53,24 @@ export function AdminAudit() {
         )}
       </Show>
     </Page>
+  );
+}
+
+/** An entry's details as labelled values in the page's language; nested values (price lists, changes) as compact JSON. */
+function AuditDetails({ details }: { details: unknown }) {
+  if (details === null || typeof details !== 'object' || Array.isArray(details)) return <code>{JSON.stringify(details)}</code>;
+  const say = (v: unknown) =>
+    typeof v === 'boolean' ? t(v ? 'product.yes' : 'product.no') : v !== null && typeof v === 'object' ? <code>{JSON.stringify(v)}</code> : String(v ?? '—');
+  return (
+    <dl class="details">
+      {Object.entries(details).map(([name, value]) => {
+        const key = `product.audit.${name}` as Key;
+        return (
+          <div key={name}>
+            <dt>{t(key) === key ? name : t(key)}</dt> <dd>{say(value)}</dd>
+          </div>
+        );
+      })}
+    </dl>
   );
 }

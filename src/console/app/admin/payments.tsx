@@ -8,6 +8,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMicros, formatMoney, microsToNumber, parseAmount, toMicros } from '../money';
+import { providerName } from '../product-text';
 import { Alert, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
@@ -103,7 +104,7 @@ export function AdminPayments() {
                     <tr>
                       <td>{formatTime(p.created_at)}</td>
                       <td>{p.email}</td>
-                      <td>{p.provider}</td>
+                      <td>{providerName(p.provider, t)}</td>
                       <td class="num">{formatMoney(p.amount, p.currency)}</td>
                       <td>
                         {t(`payment.${p.status}` as 'payment.paid')}

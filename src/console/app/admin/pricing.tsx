@@ -26,7 +26,7 @@ export function PriceTable({
   save,
 }: {
   title: string;
-  columns: Array<{ key: string; label: string; options?: string[] }>;
+  columns: Array<{ key: string; label: string; options?: Array<[value: string, label: string]> }>;
   rows: Row[];
   save: (rows: Row[]) => Promise<void>;
 }) {
@@ -69,8 +69,8 @@ export function PriceTable({
                 <td>
                   {c.options ? (
                     <select aria-label={`${c.label} ${i + 1}`} value={row[c.key]} onChange={(e) => edit(i, c.key, e.currentTarget.value)}>
-                      {c.options.map((o) => (
-                        <option value={o}>{o}</option>
+                      {c.options.map(([value, label]) => (
+                        <option value={value}>{label}</option>
                       ))}
                     </select>
                   ) : (
@@ -88,7 +88,7 @@ export function PriceTable({
         </tbody>
       </table>
       <p class="actions">
-        <button type="button" onClick={() => setRows([...rows, Object.fromEntries(columns.map((c) => [c.key, c.options?.[0] ?? '']))])}>
+        <button type="button" onClick={() => setRows([...rows, Object.fromEntries(columns.map((c) => [c.key, c.options?.[0]?.[0] ?? '']))])}>
           {t('admin.addRow')}
         </button>
         <button type="submit">{t('save')}</button>
@@ -120,7 +120,14 @@ export function AdminPricing() {
               title={t('admin.modelPrices')}
               columns={[
                 { key: 'slug', label: t('model') },
-                { key: 'unit', label: t('admin.unit'), options: ['per_million_tokens', 'per_request'] },
+                {
+                  key: 'unit',
+                  label: t('admin.unit'),
+                  options: [
+                    ['per_million_tokens', t('product.unit.per_million_tokens')],
+                    ['per_request', t('product.unit.per_request')],
+                  ],
+                },
                 { key: 'price', label: price },
                 ...TOKEN_PRICES.map(([key, label]) => ({ key, label: t(label, { currency }) })),
               ]}

@@ -1,7 +1,7 @@
 /** Admin: find users; one user's page to disable, promote, set a password or adjust the balance (with a reason). */
 import { useState } from 'preact/hooks';
 import { api, newIdempotencyKey, withQuery } from '../api';
-import { currency, formatTime, t } from '../locale';
+import { currency, formatTime, t, tn } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
 import { Alert, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
 import { UserPriceGroup } from './user-price-group';
@@ -80,7 +80,8 @@ export function AdminUser({ id }: { id: string }) {
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  async function patch(change: { disabled?: boolean; is_admin?: boolean }) {
+  async function patch(change: { disabled?: boolean; is_admin?: boolean }, confirmation?: string) {
+    if (confirmation && !confirm(confirmation)) return;
     try {
       await api('PATCH', `/api/admin/users/${encodeURIComponent(id)}`, change);
       setError(null);
@@ -115,14 +116,14 @@ export function AdminUser({ id }: { id: string }) {
               </div>
               <div>
                 <dt>{t('admin.counts')}</dt>
-                <dd>{t('admin.countsValue', { sessions: u.sessions_count ?? 0, keys: u.keys_count ?? 0 })}</dd>
+                <dd>{t('product.countsValue', { sessions: tn('product.sessions', u.sessions_count ?? 0), keys: tn('product.keys', u.keys_count ?? 0) })}</dd>
               </div>
             </dl>
             <p class="actions">
-              <button type="button" onClick={() => patch({ disabled: !u.disabled })}>
+              <button type="button" onClick={() => patch({ disabled: !u.disabled }, u.disabled ? undefined : t('product.confirmDisable', { email: u.email }))}>
                 {u.disabled ? t('admin.enable') : t('admin.disable')}
               </button>
-              <button type="button" onClick={() => patch({ is_admin: !u.is_admin })}>
+              <button type="button" onClick={() => patch({ is_admin: !u.is_admin }, u.is_admin ? t('product.confirmDemote', { email: u.email }) : undefined)}>
                 {u.is_admin ? t('admin.demote') : t('admin.promote')}
               </button>
             </p>

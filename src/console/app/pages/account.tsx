@@ -169,6 +169,7 @@ interface Session {
 function Sessions() {
   const sessions = useGet<Session[]>('/api/auth/sessions');
   async function revoke(s: Session) {
+    if (!confirm(t('product.confirmEndSession'))) return;
     await api('DELETE', `/api/auth/sessions/${encodeURIComponent(s.id)}`);
     if (s.current) location.assign('/login');
     else sessions.reload();

@@ -102,6 +102,7 @@ function Invoices() {
   const open = (payments.data?.payments ?? []).filter((p) => !invoiced.has(p.id));
   return (
     <Page title={t('nav.invoices')}>
+      <p>{t('product.invoice.note')}</p>
       {open.length > 0 && (
         <form onSubmit={request} noValidate>
           <h2>{t('docs.request')}</h2>
@@ -137,7 +138,7 @@ function Invoices() {
                 <td>{formatTime(inv.created_at)}</td>
                 <td>{inv.title}</td>
                 <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
-                <td>{inv.status}</td>
+                <td>{inv.status === 'issued' ? t('product.invoice.issued') : inv.status}</td>
                 <td>
                   <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
                 </td>

@@ -57,6 +57,7 @@ export function LinkedIdentities() {
   const linked = queryParam('linked');
 
   async function unlink(identity: Identity) {
+    if (!confirm(t('product.confirmUnlink', { name: providerName(identity.provider, oidcName) }))) return;
     setError(null);
     try {
       await api('DELETE', `/api/auth/identities/${encodeURIComponent(identity.id)}`);

@@ -61,6 +61,7 @@ export function Login() {
     <main id="main" class="narrow">
       <LanguageSwitch />
       <Page title={t(shown === 'reset' ? 'phone.resetTitle' : 'login.title')}>
+        {new URLSearchParams(location.search).has('expired') && <Status>{t('product.sessionEnded')}</Status>}
         {challenge !== null ? (
           <TwoFactorStep challenge={challenge} />
         ) : phoneLogin === null && phoneFirst ? (

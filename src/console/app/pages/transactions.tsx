@@ -2,6 +2,7 @@
 import { withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { ledgerDescription } from '../product-text';
 import { DataTable, Page, Show, useCursor, useGet } from '../ui';
 
 interface Transaction {
@@ -39,7 +40,7 @@ export function Transactions() {
                   <td>{formatTime(tx.created_at)}</td>
                   <td>{t(`tx.${tx.type}` as 'tx.topup', {}) || tx.type}</td>
                   <td class="num">{formatMoney(tx.amount, tx.currency)}</td>
-                  <td>{tx.description}</td>
+                  <td>{ledgerDescription(tx.description, t)}</td>
                 </tr>
               )}
             />

@@ -16,6 +16,8 @@ interface UsageRow {
   entrypoint: string;
   model: string;
   key_id: string | null;
+  key_name: string | null;
+  key_revoked: boolean;
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
@@ -52,7 +54,8 @@ export function Usage() {
   const page = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(
     withQuery('/api/usage', { ...range, model: filters.model, key_id: filters.key_id, limit: 50, cursor }),
   );
-  const keyName = (id: string | null) => keys.data?.find((k) => k.id === id)?.name ?? (id ? id : '—');
+  const keyName = (row: UsageRow) =>
+    row.key_name === null ? (row.key_id ?? '—') : row.key_revoked ? t('product.revokedKey', { name: row.key_name }) : row.key_name;
 
   function apply(e: Event) {
     e.preventDefault();
@@ -109,7 +112,7 @@ export function Usage() {
                   <td>{formatTime(row.created_at)}</td>
                   <td>{row.model}</td>
                   <td>{row.entrypoint}</td>
-                  <td>{keyName(row.key_id)}</td>
+                  <td>{keyName(row)}</td>
                   <td class="num">
                     {formatNumber(row.prompt_tokens)} + {formatNumber(row.completion_tokens)}
                     <TokenKinds cached={row.cached_tokens} reasoning={row.reasoning_tokens} />

@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, newIdempotencyKey } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
+import { providerName } from '../product-text';
 import { Alert, DataTable, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 import { Redeem } from './redeem';
 
@@ -92,7 +93,7 @@ export function Wallet() {
                 <tr key={p.id}>
                   <td>{formatTime(p.created_at)}</td>
                   <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                  <td>{p.provider}</td>
+                  <td>{providerName(p.provider, t)}</td>
                   <td>{t(`payment.${p.status}`)}</td>
                   <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
                 </tr>
@@ -109,6 +110,9 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
   const providers = useGet<{ providers: Provider[] }>('/api/payments/providers');
   const [error, setError] = useState<string | null>(null);
   const [payment, setPayment] = useState<Payment | null>(null);
+  // Whether the shown payment still waits; PendingPayment polls it and says when it settled, so a
+  // paid or failed top-up frees the button for the next one without a reload.
+  const [waiting, setWaiting] = useState(false);
   const [busy, setBusy] = useState(false);
 
   async function submit(e: Event) {
@@ -120,7 +124,9 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
     setBusy(true);
     try {
       const body = { provider: String(form.get('provider')), amount: microsToNumber(micros), currency };
-      setPayment(await api<Payment>('POST', '/api/billing/payments', body, { 'idempotency-key': newIdempotencyKey() }));
+      const created = await api<Payment>('POST', '/api/billing/payments', body, { 'idempotency-key': newIdempotencyKey() });
+      setWaiting(created.status === 'pending');
+      setPayment(created);
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -135,25 +141,34 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
         {({ providers: list }) => (
           <form onSubmit={submit} noValidate>
             <Field label={t('wallet.amount', { currency })} name="amount" inputMode="decimal" autocomplete="off" error={error} />
-            <Select label={t('wallet.provider')} name="provider" options={list.map((p) => [p.id, p.name])} />
-            <button type="submit" disabled={busy || payment?.status === 'pending'}>
+            <Select label={t('wallet.provider')} name="provider" options={list.map((p) => [p.id, providerName(p.id, t)])} />
+            <button type="submit" disabled={busy || waiting}>
               {t('wallet.pay')}
             </button>
           </form>
         )}
       </Show>
-      {payment && <PendingPayment key={payment.id} payment={payment} onCredited={onCredited} />}
+      {payment && (
+        <PendingPayment
+          key={payment.id}
+          payment={payment}
+          onSettled={(status) => {
+            setWaiting(false);
+            if (status === 'paid') onCredited();
+          }}
+        />
+      )}
     </section>
   );
 }
 
 /** Polls GET /api/billing/payments/{id} (which also asks the provider) until the payment leaves pending. */
-function PendingPayment({ payment, onCredited }: { payment: Payment; onCredited: () => void }) {
+function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (status: Payment['status']) => void }) {
   const [current, setCurrent] = useState<Payment>(payment);
   const [pollError, setPollError] = useState<string | null>(null);
   useEffect(() => {
     if (current.status !== 'pending') {
-      if (current.status === 'paid') onCredited();
+      onSettled(current.status);
       return;
     }
     const timer = setTimeout(async () => {

@@ -1,0 +1,68 @@
+/**
+ * The OpenAPI request bodies of the /v1 routes. Those routes read the raw body themselves (the
+ * upstream gets it as sent), so these schemas only describe it for /api/docs; they validate nothing,
+ * and say so (`x-cpd-validated: false`): the handler checks the body and words its own errors.
+ */
+const json = (schema: Record<string, unknown>, example: Record<string, unknown>) => ({
+  required: true,
+  'x-cpd-validated': false,
+  content: { 'application/json': { schema, example } },
+});
+
+const message = {
+  type: 'object',
+  required: ['role', 'content'],
+  properties: { role: { type: 'string', enum: ['system', 'user', 'assistant', 'tool'] }, content: { description: 'text, or an array of content parts' } },
+};
+
+export const chatBody = json(
+  {
+    type: 'object',
+    required: ['model', 'messages'],
+    properties: {
+      model: { type: 'string', description: 'a priced model slug or a route (GET /v1/models)' },
+      messages: { type: 'array', items: message },
+      stream: { type: 'boolean', description: 'Server-Sent Events; the last chunk carries usage and cost' },
+      max_tokens: { type: 'integer', minimum: 1 },
+      temperature: { type: 'number' },
+      tools: { type: 'array', items: { type: 'object' } },
+    },
+  },
+  { model: 'llama-3.1-8b', messages: [{ role: 'user', content: 'Hello' }] },
+);
+
+export const embeddingsBody = json(
+  {
+    type: 'object',
+    required: ['model', 'input'],
+    properties: {
+      model: { type: 'string' },
+      input: { description: 'a string, a token array, or up to 2048 of either' },
+    },
+  },
+  { model: 'embed-small', input: ['first text', 'second text'] },
+);
+
+export const responsesBody = json(
+  {
+    type: 'object',
+    required: ['model', 'input'],
+    properties: {
+      model: { type: 'string' },
+      input: { description: 'a string or an array of input items' },
+      instructions: { type: 'string' },
+      tools: { type: 'array', items: { type: 'object' }, description: 'function tools' },
+      stream: { type: 'boolean' },
+    },
+  },
+  { model: 'llama-3.1-8b', instructions: 'Be brief.', input: 'Hello' },
+);
+
+export const replayBody = json(
+  {
+    type: 'object',
+    required: ['capture_id'],
+    properties: { capture_id: { type: 'string' }, model: { type: 'string', description: 'another model to send it to' } },
+  },
+  { capture_id: 'cap_…' },
+);
