@@ -41,8 +41,10 @@ for (const kind of DB_KINDS) {
       const bad = await putModels([{ slug: 'x', unit: 'per_million_tokens', price: 1, cached_input_price: 0.0000001 }]);
       expect(bad.status).toBe(400);
       expect((await t.request('GET', '/api/pricing')).body).toEqual(pub.body);
-      const page = await t.request('GET', '/pricing');
-      expect(page.text).toContain('cached input 1.25 CNY');
+      // The China site's page is in Chinese unless the visitor asks otherwise.
+      expect((await t.request('GET', '/pricing')).text).toContain('输入 ¥2.50<br>输出 ¥10.00<br>缓存输入 ¥1.25<br>每百万 token');
+      const english = await t.request('GET', '/pricing', { headers: { 'accept-language': 'en' } });
+      expect(english.text).toContain('input 2.5 CNY<br>output 10 CNY<br>cached input 1.25 CNY');
     });
 
     test('a price row stored before the token prices existed (no input, output or cached price) means what it meant', async () => {
