@@ -1,8 +1,10 @@
 /** Every string the console shows, in English and Simplified Chinese (the type keeps both complete). */
+
+import * as captures from './messages.captures';
+import * as design from './messages.design';
 import * as mail from './messages.mail';
 import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
-import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
 
 const en = {
@@ -244,6 +246,7 @@ const en = {
   ...phone.en,
   ...captures.en,
   ...webhooks.en,
+  ...design.en,
 };
 
 export type Key = keyof typeof en;
@@ -487,6 +490,7 @@ const zh: Record<Key, string> = {
   ...phone.zh,
   ...captures.zh,
   ...webhooks.zh,
+  ...design.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

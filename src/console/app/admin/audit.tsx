@@ -21,36 +21,54 @@ export function AdminAudit() {
       <Show loaded={page}>
         {({ entries, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('time')}</th>
-                  <th>{t('admin.actor')}</th>
-                  <th>{t('admin.action')}</th>
-                  <th>{t('admin.target')}</th>
-                  <th>{t('admin.details')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {entries.map((e) => (
-                  <tr key={e.id}>
-                    <td>{formatTime(e.created_at)}</td>
-                    <td>{e.actor_email}</td>
-                    <td>
-                      <code>{e.action}</code>
-                    </td>
-                    <td>{e.target}</td>
-                    <td>
-                      <code>{JSON.stringify(e.details)}</code>
-                    </td>
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('time')}</th>
+                    <th>{t('admin.actor')}</th>
+                    <th>{t('admin.action')}</th>
+                    <th>{t('admin.target')}</th>
+                    <th>{t('admin.details')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {entries.map((e) => (
+                    <tr key={e.id}>
+                      <td class="time">{formatTime(e.created_at)}</td>
+                      <td>{e.actor_email}</td>
+                      <td>
+                        <code>{e.action}</code>
+                      </td>
+                      <td>{e.target}</td>
+                      <td>
+                        <Details details={e.details} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
             <Pager next={next_cursor} />
           </>
         )}
       </Show>
     </Page>
+  );
+}
+
+/** An entry's details as "key  value" lines; nested values stay compact JSON. */
+function Details({ details }: { details: unknown }) {
+  if (details === null || details === undefined) return <>—</>;
+  if (typeof details !== 'object' || Array.isArray(details)) return <code>{JSON.stringify(details)}</code>;
+  return (
+    <dl class="details">
+      {Object.entries(details).map(([k, v]) => (
+        <>
+          <dt>{k}</dt>
+          <dd>{typeof v === 'string' ? v : JSON.stringify(v)}</dd>
+        </>
+      ))}
+    </dl>
   );
 }
