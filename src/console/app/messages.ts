@@ -352,7 +352,7 @@ const zh: Record<Key, string> = {
   'keys.badAmount': '请输入最多 6 位小数的金额。',
   'keys.badRpm': '请输入不小于 1 的整数。',
   'keys.edit': '编辑限制',
-  'keys.editNamed': '编辑 {name} 的限制',
+  'keys.editNamed': '编辑限制：{name}',
   'keys.clearHint': '清空某一栏即可取消该限制。',
   'keys.cancel': '取消',
   'tx.type': '类型',
