@@ -115,7 +115,7 @@ describe('an operator', () => {
       password: 'Password',
       submit: 'Log in',
     });
-    await admin.page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    await admin.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(await admin.page.getByTestId('balance').textContent()).toBe('¥0.00');
     expect(admin.problems).toEqual([]);
   }, 30_000);

@@ -53,13 +53,21 @@ describe('mail pages of the console', () => {
     await page.getByLabel('密码').fill('a-good-password');
     await page.getByRole('button', { name: '登录', exact: true }).click();
     await page.waitForURL(`${site.url}/console`);
-    await page.getByRole('heading', { name: '钱包' }).waitFor();
+    await page.getByRole('heading', { name: '概览' }).waitFor();
     expect(await page.getByRole('button', { name: '重新发送链接' }).count()).toBe(0);
     expect(problems).toEqual([]);
   });
 
   test('an unverified account sees the notice and mails the link again; the account page sets the low-balance mail', async () => {
-    expect((await fetch(`${site.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'late@cn.example', password: 'a-good-password' }) })).status).toBe(202);
+    expect(
+      (
+        await fetch(`${site.url}/api/auth/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'late@cn.example', password: 'a-good-password' }),
+        })
+      ).status,
+    ).toBe(202);
     await smtp.next((m) => m.to === 'late@cn.example');
     const { page, problems } = await openPage(browser, site.url);
     await page.goto(`${site.url}/login`);

@@ -85,12 +85,14 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
     import('uplot').then(
       ({ default: uPlot }) => {
         if (!live) return;
+        // Axis labels in the page's text colour, so they stay readable in the dark palette.
+        const ink = getComputedStyle(target).color;
         plot = new uPlot(
           {
             width: Math.min(target.clientWidth || 720, 960),
             height: 260,
             scales: { x: { time: true } },
-            axes: [{}, { size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
+            axes: [{ stroke: ink }, { stroke: ink, size: 90, values: (_, ticks) => ticks.map((v) => `$${v}`) }],
             series: [
               {},
               ...series.groups.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { show: true, size: 6 } })),
