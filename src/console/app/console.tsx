@@ -13,7 +13,7 @@ import { AdminHealth } from './admin/health';
 import { AdminPayments } from './admin/payments';
 import { AdminPricing } from './admin/pricing';
 import { AdminUser, AdminUsers } from './admin/users';
-import { api } from './api';
+import { logOut } from './api';
 import { site, t } from './locale';
 import { type Me, MeContext } from './me';
 import type { Key } from './messages';
@@ -136,10 +136,7 @@ function Shell() {
               <LanguageSwitch />
               <button
                 type="button"
-                onClick={async () => {
-                  await api('POST', '/api/auth/logout').catch(() => {});
-                  location.assign('/login');
-                }}
+                onClick={logOut}
               >
                 {t('logout')}
               </button>

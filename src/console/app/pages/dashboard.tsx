@@ -37,7 +37,8 @@ export function Dashboard() {
   const notifications = useGet<{ low_balance: number | null }>('/api/auth/notifications');
   const site = useGet<{ public_url: string }>('/api/site');
   const pricing = useGet<{ models: Array<{ slug: string }> }>('/api/pricing');
-  const since = new Date(now.getTime() - 30 * 86_400_000).toISOString();
+  // Fixed for the page's life: a path that changed on every render would fetch again on every render.
+  const [since] = useState(() => new Date(now.getTime() - 30 * 86_400_000).toISOString());
   const usage = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(withQuery('/api/usage', { from: since, limit: 200 }));
   const top = useGet<{ items: CostRow[] }>(withQuery('/v1/router/cost', { from: monthStart.toISOString(), group_by: 'model' }));
   // Onboarding stays on the page for the visit in which the first request arrives, so its "seen" step shows.
