@@ -40,7 +40,7 @@ export function AdminAudit() {
                       <td>
                         <code>{e.action}</code>
                       </td>
-                      <td>{e.target}</td>
+                      <td class="id">{e.target}</td>
                       <td>
                         <Details details={e.details} />
                       </td>
