@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
-import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
+import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 // A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
 // waited for (openPage), so the story as a whole gets room for a slow, loaded machine.
@@ -32,12 +32,7 @@ afterAll(async () => {
 });
 
 /** On the China site /login opens on the phone code form: `usePassword` switches to the password one. */
-async function logIn(
-  page: Page,
-  identifier: string,
-  password: string,
-  labels: { usePassword: string; identifier: string; password: string; submit: string },
-) {
+async function logIn(page: Page, identifier: string, password: string, labels: { usePassword: string; identifier: string; password: string; submit: string }) {
   await page.goto(`${site.url}/login`);
   await page.getByRole('button', { name: labels.usePassword }).click();
   await page.getByLabel(labels.identifier).fill(identifier);
@@ -109,12 +104,7 @@ describe('the China site', () => {
 
 describe('an operator', () => {
   test('whose browser prefers English sees the China site in English, with amounts in CNY', async () => {
-    await logIn(admin.page, ADMIN.email, ADMIN.password, {
-      usePassword: 'Sign in with email or phone and password',
-      identifier: 'Email or phone',
-      password: 'Password',
-      submit: 'Log in',
-    });
+    await logIn(admin.page, ADMIN.email, ADMIN.password, { usePassword: 'Sign in with email or phone and password', identifier: 'Email or phone', password: 'Password', submit: 'Log in' });
     await admin.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(await admin.page.getByTestId('balance').textContent()).toBe('¥0.00');
     expect(admin.problems).toEqual([]);
@@ -289,12 +279,7 @@ describe('an operator', () => {
     await user.page.getByTestId('balance').filter({ hasText: '¥18.50' }).waitFor();
     const topups = user.page.getByTestId('topups');
     expect(await topups.locator('thead th').allTextContents()).toEqual(['创建时间', '金额', '支付方式', '状态', '已退款']);
-    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual([
-      '¥10.00',
-      'chat_wallet',
-      '已支付',
-      '¥4.00',
-    ]);
+    expect((await topups.locator('tbody tr').first().locator('td').allTextContents()).slice(1)).toEqual(['¥10.00', 'chat_wallet', '已支付', '¥4.00']);
     await screenshot(user.page, 'cn-3b-refunded');
     await user.page.goto(`${site.url}/console/transactions`);
     await user.page.getByRole('cell', { name: '-¥4.00' }).waitFor();

@@ -33,7 +33,7 @@ async function logIn(page: Page, email: string, password: string) {
 }
 
 describe('captures in the console', () => {
-  test("a capturing key, its capture, a replay and the comparison; the operator's rules and list", async () => {
+  test('a capturing key, its capture, a replay and the comparison; the operator\'s rules and list', async () => {
     const registered = await fetch(`${site.url}/api/auth/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -55,11 +55,7 @@ describe('captures in the console', () => {
     await create.getByLabel('Capture requests').check();
     await create.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.getByTestId('new-key').textContent())!;
-    await page
-      .getByRole('row')
-      .filter({ has: page.getByRole('cell', { name: 'recorded', exact: true }) })
-      .getByText('captured')
-      .waitFor();
+    await page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'recorded', exact: true }) }).getByText('captured').waitFor();
     expect((await site.call('GET', '/api/api-keys', token)).body[0].capture).toBe(true);
 
     const chat = await fetch(`${site.url}/v1/chat/completions`, {
@@ -106,10 +102,7 @@ describe('captures in the console', () => {
     await rules.getByLabel('Retention (days, 1–365)').fill('7');
     await rules.getByRole('button', { name: 'Save' }).click();
     await rules.getByText('Saved.').waitFor();
-    expect((await site.call('GET', '/api/admin/router/capture', site.adminToken)).body).toEqual({
-      rules: [{ model: CONSOLE_MODEL, sample: 0.25 }],
-      retention_days: 7,
-    });
+    expect((await site.call('GET', '/api/admin/router/capture', site.adminToken)).body).toEqual({ rules: [{ model: CONSOLE_MODEL, sample: 0.25 }], retention_days: 7 });
     await op.getByRole('link', { name: 'All captures' }).click();
     await op.getByTestId('captures').getByRole('cell', { name: user.id }).first().waitFor();
     expect(await op.getByTestId('captures').getByRole('cell', { name: user.id }).count()).toBe(2);

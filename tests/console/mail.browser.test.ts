@@ -59,15 +59,7 @@ describe('mail pages of the console', () => {
   });
 
   test('an unverified account sees the notice and mails the link again; the account page sets the low-balance mail', async () => {
-    expect(
-      (
-        await fetch(`${site.url}/api/auth/register`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: 'late@cn.example', password: 'a-good-password' }),
-        })
-      ).status,
-    ).toBe(202);
+    expect((await fetch(`${site.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'late@cn.example', password: 'a-good-password' }) })).status).toBe(202);
     await smtp.next((m) => m.to === 'late@cn.example');
     const { page, problems } = await openPage(browser, site.url);
     await page.goto(`${site.url}/login`);

@@ -4,8 +4,7 @@ export const en = {
   'nav.captures': 'Captures',
   'nav.admin.captures': 'All captures',
   'nav.admin.captureRules': 'Capture rules',
-  'captures.intro':
-    "Requests of API keys with capture turned on (and those an administrator's rules sample), with their answers. They are deleted after the retention period.",
+  'captures.intro': 'Requests of API keys with capture turned on (and those an administrator\'s rules sample), with their answers. They are deleted after the retention period.',
   'captures.endpoint': 'Endpoint',
   'captures.user': 'User',
   'captures.replayOf': 'Replay of',
@@ -26,13 +25,12 @@ export const en = {
   'captures.replayed': 'Replay',
   'captures.text': 'Text',
   'captures.notFound': 'This capture does not exist or has expired.',
-  'captures.rulesIntro':
-    "The first rule that matches a request decides: it is captured with the rule's sample probability (0 to 1). Empty user or model matches any. Keys with capture turned on are always captured.",
+  'captures.rulesIntro': 'The first rule that matches a request decides: it is captured with the rule\'s sample probability (0 to 1). Empty user or model matches any. Keys with capture turned on are always captured.',
   'captures.userId': 'User id',
   'captures.sample': 'Sample (0–1)',
   'captures.retention': 'Retention (days, 1–365)',
   'captures.keyCapture': 'Capture requests',
-  'captures.keyCaptureHint': "Keeps this key's requests and answers (encrypted) for the Captures page, where they can be replayed.",
+  'captures.keyCaptureHint': 'Keeps this key\'s requests and answers (encrypted) for the Captures page, where they can be replayed.',
   'captures.captured': 'captured',
 };
 
@@ -61,8 +59,7 @@ export const zh: Record<keyof typeof en, string> = {
   'captures.replayed': '重放',
   'captures.text': '文本',
   'captures.notFound': '该捕获不存在或已过期。',
-  'captures.rulesIntro':
-    '按顺序匹配，第一条匹配的规则生效：以其抽样比例（0 到 1）捕获请求。用户或模型留空表示任意。开启了捕获的密钥总是被捕获。',
+  'captures.rulesIntro': '按顺序匹配，第一条匹配的规则生效：以其抽样比例（0 到 1）捕获请求。用户或模型留空表示任意。开启了捕获的密钥总是被捕获。',
   'captures.userId': '用户 ID',
   'captures.sample': '抽样比例（0–1）',
   'captures.retention': '保留天数（1–365）',

@@ -1,11 +1,10 @@
 /** Every string the console shows, in English and Simplified Chinese (the type keeps both complete). */
-
-import * as captures from './messages.captures';
-import * as design from './messages.design';
 import * as mail from './messages.mail';
 import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
+import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
+import * as design from './messages.design';
 
 const en = {
   loading: 'Loading…',

@@ -1,4 +1,4 @@
-/** Admin: the audit log of every admin write, newest first, in cursor pages. */
+/** Admin: the audit log of every admin write, newest first, in cursor pages; each entry's details as key and value lines. */
 import { withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import { Page, Show, useCursor, useGet } from '../ui';
@@ -21,34 +21,32 @@ export function AdminAudit() {
       <Show loaded={page}>
         {({ entries, next_cursor }) => (
           <>
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th>{t('time')}</th>
-                    <th>{t('admin.actor')}</th>
-                    <th>{t('admin.action')}</th>
-                    <th>{t('admin.target')}</th>
-                    <th>{t('admin.details')}</th>
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('time')}</th>
+                  <th>{t('admin.actor')}</th>
+                  <th>{t('admin.action')}</th>
+                  <th>{t('admin.target')}</th>
+                  <th>{t('admin.details')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {entries.map((e) => (
+                  <tr key={e.id}>
+                    <td class="time">{formatTime(e.created_at)}</td>
+                    <td>{e.actor_email}</td>
+                    <td>
+                      <code>{e.action}</code>
+                    </td>
+                    <td class="id">{e.target}</td>
+                    <td>
+                      <Details details={e.details} />
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {entries.map((e) => (
-                    <tr key={e.id}>
-                      <td class="time">{formatTime(e.created_at)}</td>
-                      <td>{e.actor_email}</td>
-                      <td>
-                        <code>{e.action}</code>
-                      </td>
-                      <td class="id">{e.target}</td>
-                      <td>
-                        <Details details={e.details} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </table>
             <Pager next={next_cursor} />
           </>
         )}

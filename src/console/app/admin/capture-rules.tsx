@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { t } from '../locale';
-import { Alert, errorText, Field, Page, Show, Status, useGet } from '../ui';
+import { Alert, Field, Page, Show, Status, errorText, useGet } from '../ui';
 
 interface Rule {
   user_id?: string;
@@ -42,11 +42,7 @@ function RulesForm({ settings }: { settings: Settings }) {
     e.preventDefault();
     setSaved(false);
     try {
-      const rules = rows.map((r) => ({
-        ...(r.user_id.trim() ? { user_id: r.user_id.trim() } : {}),
-        ...(r.model.trim() ? { model: r.model.trim() } : {}),
-        sample: Number(r.sample),
-      }));
+      const rules = rows.map((r) => ({ ...(r.user_id.trim() ? { user_id: r.user_id.trim() } : {}), ...(r.model.trim() ? { model: r.model.trim() } : {}), sample: Number(r.sample) }));
       const retention = Number(new FormData(e.currentTarget as HTMLFormElement).get('retention_days'));
       await api('PUT', '/api/admin/router/capture', { rules, retention_days: retention });
       setError(null);
@@ -91,13 +87,7 @@ function RulesForm({ settings }: { settings: Settings }) {
           {t('admin.addRow')}
         </button>
       </p>
-      <Field
-        label={t('captures.retention')}
-        name="retention_days"
-        defaultValue={String(settings.retention_days)}
-        inputMode="numeric"
-        required
-      />
+      <Field label={t('captures.retention')} name="retention_days" defaultValue={String(settings.retention_days)} inputMode="numeric" required />
       <p class="actions">
         <button type="submit">{t('save')}</button>
       </p>

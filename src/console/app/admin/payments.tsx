@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMicros, formatMoney, microsToNumber, parseAmount, toMicros } from '../money';
-import { Alert, errorText, Field, Page, Select, Show, Status, useCursor, useGet } from '../ui';
+import { Alert, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
   id: string;
@@ -181,9 +181,7 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
     setBusy(true);
     try {
       const body = { amount: microsToNumber(micros), reason, ...(data.get('allow_negative') ? { allow_negative: true } : {}) };
-      const { payment } = await api<{ payment: AdminPayment }>('POST', `/api/admin/payments/${encodeURIComponent(p.id)}/refund`, body, {
-        'idempotency-key': key,
-      });
+      const { payment } = await api<{ payment: AdminPayment }>('POST', `/api/admin/payments/${encodeURIComponent(p.id)}/refund`, body, { 'idempotency-key': key });
       onDone(t(payment.refunds.at(-1)?.status === 'pending' ? 'admin.refundPending' : 'admin.refundDone', { amount }));
     } catch (err) {
       // The server answered: that key is spent. No answer: the same key again cannot refund twice.

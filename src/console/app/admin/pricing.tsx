@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, t } from '../locale';
-import { Alert, errorText, Page, Show, Status, useGet } from '../ui';
+import { Alert, Page, Show, Status, errorText, useGet } from '../ui';
 
 interface ModelPrice {
   slug: string;

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Alert, errorText, Field, Page, Show, Status, useCursor, useGet } from '../ui';
+import { Alert, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminUserRow {
   id: string;

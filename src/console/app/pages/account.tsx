@@ -1,9 +1,9 @@
 /** Account: password change, linked sign-in providers, two-factor enrolment (QR code, recovery codes shown once), sessions. */
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
-import { formatTime, t } from '../locale';
 import { useMe } from '../me';
-import { errorText, Field, Page, Show, Status, useGet } from '../ui';
+import { formatTime, t } from '../locale';
+import { Field, Page, Show, Status, errorText, useGet } from '../ui';
 import { EmailStatus, NotificationSettings } from './mail';
 import { LinkedIdentities } from './oauth';
 
@@ -56,13 +56,7 @@ function PasswordChange({ hasPassword: initially }: { hasPassword: boolean }) {
     <form onSubmit={submit} noValidate aria-labelledby="password-heading">
       <h2 id="password-heading">{hasPassword ? t('account.password') : t('oauth.setPassword')}</h2>
       {hasPassword ? (
-        <Field
-          label={t('account.currentPassword')}
-          name="current_password"
-          type="password"
-          autocomplete="current-password"
-          error={errors.current}
-        />
+        <Field label={t('account.currentPassword')} name="current_password" type="password" autocomplete="current-password" error={errors.current} />
       ) : (
         <p>{t('oauth.noPasswordYet')}</p>
       )}

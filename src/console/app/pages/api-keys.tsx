@@ -7,8 +7,8 @@ import { api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
 import { CopyButton, DataTable, errorText, Field, Page, Show, useGet } from '../ui';
-import { CaptureCheckbox, captureOf } from './key-capture';
 import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
+import { CaptureCheckbox, captureOf } from './key-capture';
 
 interface ApiKey extends KeyLimits {
   id: string;

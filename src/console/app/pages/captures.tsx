@@ -9,7 +9,7 @@ import { useLocation } from 'preact-iso';
 import { get, withQuery } from '../api';
 import { formatNumber, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { Alert, DataTable, errorText, Field, Page, Show, Status, useCursor, useGet } from '../ui';
+import { Alert, DataTable, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
 import { dateInput, rangeQuery } from './usage';
 
 interface Capture {
@@ -44,12 +44,7 @@ const pageOf = (admin: boolean) => (admin ? '/console/admin/captures' : '/consol
 
 export function Captures({ admin = false }: { admin?: boolean }) {
   const today = new Date();
-  const [filters, setFilters] = useState({
-    from: dateInput(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 6)),
-    to: dateInput(today),
-    model: '',
-    key_id: '',
-  });
+  const [filters, setFilters] = useState({ from: dateInput(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 6)), to: dateInput(today), model: '', key_id: '' });
   const { cursor, reset, Pager } = useCursor();
   const page = useGet<{ captures: Capture[]; next_cursor: string | null }>(
     withQuery(base(admin), { ...rangeQuery(filters.from, filters.to), model: filters.model, key_id: filters.key_id, limit: 50, cursor }),
@@ -59,12 +54,7 @@ export function Captures({ admin = false }: { admin?: boolean }) {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
     reset();
-    setFilters({
-      from: String(form.get('from')),
-      to: String(form.get('to')),
-      model: String(form.get('model') ?? '').trim(),
-      key_id: String(form.get('key_id') ?? '').trim(),
-    });
+    setFilters({ from: String(form.get('from')), to: String(form.get('to')), model: String(form.get('model') ?? '').trim(), key_id: String(form.get('key_id') ?? '').trim() });
   }
 
   return (
@@ -146,9 +136,7 @@ function answerText(response: unknown): string {
   return '';
 }
 
-const Json = ({ value }: { value: unknown }) => (
-  <pre class="json">{typeof value === 'string' ? value : JSON.stringify(value, null, 2)}</pre>
-);
+const Json = ({ value }: { value: unknown }) => <pre class="json">{typeof value === 'string' ? value : JSON.stringify(value, null, 2)}</pre>;
 
 export function CaptureView({ id, admin = false }: { id: string; admin?: boolean }) {
   const capture = useGet<CaptureDetail>(`${base(admin)}/${encodeURIComponent(id)}`);

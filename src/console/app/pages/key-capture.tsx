@@ -7,8 +7,7 @@ export function CaptureCheckbox({ checked }: { checked?: boolean }) {
   return (
     <div class="field">
       <label for={id}>
-        <input id={id} type="checkbox" name="capture" defaultChecked={checked ?? false} aria-describedby={`${id}-hint`} />{' '}
-        {t('captures.keyCapture')}
+        <input id={id} type="checkbox" name="capture" defaultChecked={checked ?? false} aria-describedby={`${id}-hint`} /> {t('captures.keyCapture')}
       </label>
       <small id={`${id}-hint`} class="hint">
         {t('captures.keyCaptureHint')}

@@ -78,13 +78,7 @@ export function LimitFields({ current, errors, models }: { current?: KeyLimits; 
         defaultValue={localInput(current?.expires_at)}
         error={errors.expires_at}
       />
-      <Field
-        label={t('keys.rpmLimit')}
-        name="rpm"
-        inputMode="numeric"
-        defaultValue={current?.rpm != null ? String(current.rpm) : ''}
-        error={errors.rpm}
-      />
+      <Field label={t('keys.rpmLimit')} name="rpm" inputMode="numeric" defaultValue={current?.rpm != null ? String(current.rpm) : ''} error={errors.rpm} />
     </>
   );
 }
@@ -121,3 +115,4 @@ export function readLimits(form: FormData, clearEmpty: boolean): { limits: KeyLi
 
   return Object.keys(errors).length ? { errors } : { limits };
 }
+

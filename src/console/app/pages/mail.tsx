@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, t } from '../locale';
 import type { Me } from '../me';
-import { Alert, errorText, Field, LanguageSwitch, Page, Select, Status, useGet } from '../ui';
+import { Alert, Field, LanguageSwitch, Page, Select, Status, errorText, useGet } from '../ui';
 
 interface SiteFeatures {
   features: { email: boolean; email_verification: 'off' | 'optional' | 'required' };
@@ -110,14 +110,7 @@ export function ResetPassword() {
           </>
         ) : (
           <form onSubmit={submit} noValidate>
-            <Field
-              label={t('account.newPassword')}
-              name="password"
-              type="password"
-              autocomplete="new-password"
-              hint={t('signup.passwordHint')}
-              error={error}
-            />
+            <Field label={t('account.newPassword')} name="password" type="password" autocomplete="new-password" hint={t('signup.passwordHint')} error={error} />
             <button type="submit" disabled={busy}>
               {t('mail.reset.submit')}
             </button>

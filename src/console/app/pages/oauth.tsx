@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { formatTime, t } from '../locale';
-import { Alert, errorText, Show, Status, useGet } from '../ui';
+import { Alert, Show, Status, errorText, useGet } from '../ui';
 
 type ProviderId = 'github' | 'google' | 'oidc';
 interface SiteFeatures {

@@ -7,7 +7,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { site, t } from '../locale';
-import { errorText, Field, Status, useGet } from '../ui';
+import { Field, Status, errorText, useGet } from '../ui';
 
 type Purpose = 'login' | 'register' | 'reset';
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };

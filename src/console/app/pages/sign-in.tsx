@@ -2,10 +2,10 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { t } from '../locale';
-import { errorText, Field, LanguageSwitch, Page, Status } from '../ui';
+import { Field, LanguageSwitch, Page, Status, errorText } from '../ui';
 import { ForgotLink } from './mail';
-import { ProviderButtons } from './oauth';
 import { PhoneCodeForm, PhoneReset, phoneFirst, usePhoneLogin } from './phone-sign-in';
+import { ProviderButtons } from './oauth';
 
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, newIdempotencyKey } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Alert, DataTable, errorText, Field, Page, Select, Show, Status, useGet } from '../ui';
+import { Alert, DataTable, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 
 interface Summary {
   balance: number;
