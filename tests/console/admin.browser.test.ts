@@ -53,6 +53,8 @@ describe('the China site', () => {
     await page.getByLabel('密码').fill(USER.password);
     await page.getByRole('button', { name: '创建账户' }).click();
     await page.waitForURL(`${site.url}/console`);
+    await page.getByRole('heading', { name: '概览' }).waitFor();
+    await page.getByRole('link', { name: '钱包' }).click();
     await page.getByRole('heading', { name: '钱包' }).waitFor();
     expect(await page.getByTestId('balance').textContent()).toBe('¥0.00');
 
@@ -113,7 +115,7 @@ describe('the China site', () => {
 describe('an operator', () => {
   test('whose browser prefers English sees the China site in English, with amounts in CNY', async () => {
     await logIn(admin.page, ADMIN.email, ADMIN.password, { usePassword: 'Sign in with email or phone and password', identifier: 'Email or phone', password: 'Password', submit: 'Log in' });
-    await admin.page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    await admin.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(await admin.page.getByTestId('balance').textContent()).toBe('¥0.00');
     expect(admin.problems).toEqual([]);
   }, 30_000);
@@ -290,7 +292,7 @@ describe('an operator', () => {
     await row.getByRole('cell', { name: '¥4.00' }).waitFor();
     await screenshot(page, 'admin-3b-refunded');
 
-    await user.page.goto(`${site.url}/console`);
+    await user.page.goto(`${site.url}/console/wallet`);
     await user.page.getByTestId('balance').filter({ hasText: '¥18.50' }).waitFor();
     const topups = user.page.getByTestId('topups');
     expect(await topups.locator('thead th').allTextContents()).toEqual(['创建时间', '金额', '支付方式', '状态', '已退款']);

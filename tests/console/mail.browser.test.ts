@@ -53,7 +53,7 @@ describe('mail pages of the console', () => {
     await page.getByLabel('密码').fill('a-good-password');
     await page.getByRole('button', { name: '登录', exact: true }).click();
     await page.waitForURL(`${site.url}/console`);
-    await page.getByRole('heading', { name: '钱包' }).waitFor();
+    await page.getByRole('heading', { name: '概览' }).waitFor();
     expect(await page.getByRole('button', { name: '重新发送链接' }).count()).toBe(0);
     expect(problems).toEqual([]);
   });

@@ -108,6 +108,8 @@ describe('sign-in with GitHub in the console', () => {
       recovery_codes: string[];
     };
 
+    // The dashboard's figures load first: a request still in flight at logout would be answered 401.
+    await page.waitForLoadState('networkidle');
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(`${site.url}/login`);
     await page.getByRole('link', { name: 'Sign in with GitHub' }).click();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { NobleCryptoPlugin, ScureBase32Plugin, TOTP } from 'otplib';
 import type { Browser } from 'playwright-core';
-import { clipboardText, waitForImage, launchBrowser, openPage, outlineStyle, screenshot } from '../support/browser';
+import { clipboardText, launchBrowser, openPage, outlineStyle, screenshot, waitForImage } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 import { waitFor } from '../support/wait';
 import { LOGIN_BUDGET_BYTES } from './budget';
@@ -46,9 +46,9 @@ describe('a new user on the international site', () => {
     await page.getByLabel('Password').fill('a-good-password');
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.waitForURL(`${site.url}/console`);
-    await page.getByRole('heading', { name: 'Wallet' }).waitFor();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(await page.getByTestId('balance').textContent()).toBe('$0.00');
-    await screenshot(page, 'user-1-wallet');
+    await screenshot(page, 'user-1-dashboard');
 
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('Name').fill('laptop');

@@ -24,11 +24,20 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
   const data = await res.json().catch(() => null);
   if (!res.ok) {
     // A session that ended (logout elsewhere, disabled account) sends a console page back to sign-in.
-    if (res.status === 401 && location.pathname.startsWith('/console'))
+    if (res.status === 401 && !signingOut && location.pathname.startsWith('/console'))
       location.assign(`/login?expired=1&next=${encodeURIComponent(location.pathname + location.search)}`);
     throw new ApiError(res.status, typeof data?.error === 'string' ? data.error : res.statusText);
   }
   return data as T;
+}
+
+/** Set while logging out, so a page's poll answered 401 meanwhile does not send the browser to /login?next=… instead. */
+let signingOut = false;
+
+export async function logOut() {
+  signingOut = true;
+  await api('POST', '/api/auth/logout').catch(() => {});
+  location.assign('/login');
 }
 
 export const get = <T>(path: string) => api<T>('GET', path);

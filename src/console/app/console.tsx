@@ -4,8 +4,9 @@
  */
 import './styles.css';
 import { render } from 'preact';
-import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
-import { api } from './api';
+import { useEffect, useState } from 'preact/hooks';
+import { LocationProvider, lazy, Route, Router, useLocation } from 'preact-iso';
+import { logOut } from './api';
 import { site, t } from './locale';
 import type { Key } from './messages';
 import { type Me, MeContext } from './me';
@@ -19,6 +20,7 @@ import { AdminCodes } from './admin/codes';
 import { AdminPriceGroups } from './admin/price-groups';
 import { AdminUser, AdminUsers } from './admin/users';
 import { Account } from './pages/account';
+import { Dashboard } from './pages/dashboard';
 import { BillingDocuments } from './pages/billing-documents';
 import { ApiKeys } from './pages/api-keys';
 import { AdminCaptureView, AdminCaptures, CaptureView, Captures } from './pages/captures';
@@ -31,38 +33,88 @@ import { Wallet } from './pages/wallet';
 import { Webhooks } from './pages/webhooks';
 import { LanguageSwitch, Show, useGet } from './ui';
 
-const USER_NAV: Array<[string, Key]> = [
-  ['/console', 'nav.wallet'],
-  ['/console/keys', 'nav.keys'],
-  ['/console/transactions', 'nav.transactions'],
-  ['/console/usage', 'nav.usage'],
-  ['/console/captures', 'nav.captures'],
-  [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
-  ['/console/models', 'nav.models'],
-  ['/console/webhooks', 'nav.webhooks'],
-  ['/console/account', 'nav.account'],
+type NavLink = [string, Key];
+type NavGroup = { title: Key | null; links: NavLink[] };
+
+const USER_NAV: NavGroup[] = [
+  {
+    title: null,
+    links: [
+      ['/console', 'nav.dashboard'],
+      ['/console/keys', 'nav.keys'],
+      ['/console/playground', 'nav.playground'],
+      ['/console/models', 'nav.models'],
+    ],
+  },
+  {
+    title: 'nav.group.money',
+    links: [
+      ['/console/wallet', 'nav.wallet'],
+      ['/console/usage', 'nav.usage'],
+      ['/console/transactions', 'nav.transactions'],
+      [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
+    ],
+  },
+  {
+    title: 'nav.group.build',
+    links: [
+      ['/console/captures', 'nav.captures'],
+      ['/console/webhooks', 'nav.webhooks'],
+      ['/console/account', 'nav.account'],
+    ],
+  },
 ];
-const ADMIN_NAV: Array<[string, Key]> = [
-  ['/console/admin/users', 'nav.admin.users'],
-  ['/console/admin/payments', 'nav.admin.payments'],
-  ['/console/admin/pricing', 'nav.admin.pricing'],
-  ['/console/admin/price-groups', 'nav.admin.priceGroups'],
-  ['/console/admin/codes', 'nav.admin.codes'],
-  ['/console/admin/health', 'nav.admin.health'],
-  ['/console/admin/cost', 'nav.admin.cost'],
-  ['/console/admin/audit', 'nav.admin.audit'],
-  ['/console/admin/captures', 'nav.admin.captures'],
-  ['/console/admin/capture', 'nav.admin.captureRules'],
+const ADMIN_NAV: NavGroup[] = [
+  {
+    title: 'nav.group.admin.people',
+    links: [
+      ['/console/admin/users', 'nav.admin.users'],
+      ['/console/admin/payments', 'nav.admin.payments'],
+      ['/console/admin/pricing', 'nav.admin.pricing'],
+      ['/console/admin/price-groups', 'nav.admin.priceGroups'],
+      ['/console/admin/codes', 'nav.admin.codes'],
+      ['/console/admin/cost', 'nav.admin.cost'],
+    ],
+  },
+  {
+    title: 'nav.group.admin.system',
+    links: [
+      ['/console/admin/health', 'nav.admin.health'],
+      ['/console/admin/audit', 'nav.admin.audit'],
+    ],
+  },
+  {
+    title: 'nav.group.admin.data',
+    links: [
+      ['/console/admin/captures', 'nav.admin.captures'],
+      ['/console/admin/capture', 'nav.admin.captureRules'],
+    ],
+  },
 ];
+
+// The playground's streaming client is its own chunk, loaded when the page is first opened.
+const Playground = lazy(() => import('./pages/playground').then((m) => m.Playground));
 
 function Shell() {
   const me = useGet<Me>('/api/auth/me');
   const { path } = useLocation();
-  const link = ([href, key]: [string, Key]) => (
-    <a href={href} aria-current={path === href || (href !== '/console' && path.startsWith(`${href}/`)) ? 'page' : undefined}>
-      {t(key)}
-    </a>
+  const [menuOpen, setMenuOpen] = useState(false);
+  // A followed link closes the phone menu.
+  useEffect(() => setMenuOpen(false), [path]);
+  const link = ([href, key]: NavLink) => (
+    <li key={href}>
+      <a href={href} aria-current={path === href || (href !== '/console' && path.startsWith(`${href}/`)) ? 'page' : undefined}>
+        {t(key)}
+      </a>
+    </li>
   );
+  const groups = (list: NavGroup[]) =>
+    list.map((group) => (
+      <>
+        {group.title && <h2>{t(group.title)}</h2>}
+        <ul>{group.links.map(link)}</ul>
+      </>
+    ));
   return (
     <Show loaded={me}>
       {(user) => (
@@ -70,52 +122,66 @@ function Shell() {
           <a class="skip" href="#main">
             {t('skip')}
           </a>
-          <header>
-            <strong>cpd</strong>
-            <nav aria-label={t('nav.user')}>{USER_NAV.map(link)}</nav>
-            {user.is_admin && <nav aria-label={t('nav.admin')}>{ADMIN_NAV.map(link)}</nav>}
-            <span class="who">{user.email ?? user.phone}</span>
-            <LanguageSwitch />
-            <button
-              type="button"
-              onClick={async () => {
-                await api('POST', '/api/auth/logout').catch(() => {});
-                location.assign('/login');
-              }}
-            >
-              {t('logout')}
-            </button>
-          </header>
-          <main id="main">
-            <VerifyEmailNotice me={user} />
-            <Router>
-              <Route path="/console" component={Wallet} />
-              <Route path="/console/keys" component={ApiKeys} />
-              <Route path="/console/transactions" component={Transactions} />
-              <Route path="/console/usage" component={Usage} />
-              <Route path="/console/invoices" component={BillingDocuments} />
-              <Route path="/console/receipts" component={BillingDocuments} />
-              <Route path="/console/models" component={Models} />
-              <Route path="/console/webhooks" component={Webhooks} />
-              <Route path="/console/account" component={Account} />
-              <Route path="/console/admin" component={AdminUsers} />
-              <Route path="/console/admin/users" component={AdminUsers} />
-              <Route path="/console/admin/users/:id" component={AdminUser} />
-              <Route path="/console/admin/payments" component={AdminPayments} />
-              <Route path="/console/admin/pricing" component={AdminPricing} />
-              <Route path="/console/admin/price-groups" component={AdminPriceGroups} />
-              <Route path="/console/admin/codes" component={AdminCodes} />
-              <Route path="/console/admin/health" component={AdminHealth} />
-              <Route path="/console/admin/cost" component={AdminCost} />
-              <Route path="/console/admin/audit" component={AdminAudit} />
-              <Route path="/console/captures" component={Captures} />
-              <Route path="/console/captures/:id" component={CaptureView} />
-              <Route path="/console/admin/captures" component={AdminCaptures} />
-              <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
-              <Route path="/console/admin/capture" component={AdminCaptureRules} />
-              <Route default component={NotFound} />
-            </Router>
-          </main>
+          <div class="app">
+            <header class="topbar">
+              <button
+                type="button"
+                class="menu-button"
+                aria-expanded={menuOpen ? 'true' : 'false'}
+                aria-controls="sidebar"
+                onClick={() => setMenuOpen(!menuOpen)}
+              >
+                {t('design.menu')}
+              </button>
+              <a class="brand" href="/console">
+                cpd
+              </a>
+              <span class="who">{user.email ?? user.phone}</span>
+              <LanguageSwitch />
+              <button
+                type="button"
+                onClick={logOut}
+              >
+                {t('logout')}
+              </button>
+            </header>
+            <div id="sidebar" class={menuOpen ? 'sidebar open' : 'sidebar'}>
+              <nav aria-label={t('nav.user')}>{groups(USER_NAV)}</nav>
+              {user.is_admin && <nav aria-label={t('nav.admin')}>{groups(ADMIN_NAV)}</nav>}
+            </div>
+            <main id="main">
+              <VerifyEmailNotice me={user} />
+              <Router>
+                <Route path="/console" component={Dashboard} />
+                <Route path="/console/wallet" component={Wallet} />
+                <Route path="/console/playground" component={Playground} />
+                <Route path="/console/keys" component={ApiKeys} />
+                <Route path="/console/transactions" component={Transactions} />
+                <Route path="/console/usage" component={Usage} />
+                <Route path="/console/invoices" component={BillingDocuments} />
+                <Route path="/console/receipts" component={BillingDocuments} />
+                <Route path="/console/models" component={Models} />
+                <Route path="/console/webhooks" component={Webhooks} />
+                <Route path="/console/account" component={Account} />
+                <Route path="/console/admin" component={AdminUsers} />
+                <Route path="/console/admin/users" component={AdminUsers} />
+                <Route path="/console/admin/users/:id" component={AdminUser} />
+                <Route path="/console/admin/payments" component={AdminPayments} />
+                <Route path="/console/admin/pricing" component={AdminPricing} />
+                <Route path="/console/admin/price-groups" component={AdminPriceGroups} />
+                <Route path="/console/admin/codes" component={AdminCodes} />
+                <Route path="/console/admin/health" component={AdminHealth} />
+                <Route path="/console/admin/cost" component={AdminCost} />
+                <Route path="/console/admin/audit" component={AdminAudit} />
+                <Route path="/console/captures" component={Captures} />
+                <Route path="/console/captures/:id" component={CaptureView} />
+                <Route path="/console/admin/captures" component={AdminCaptures} />
+                <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
+                <Route path="/console/admin/capture" component={AdminCaptureRules} />
+                <Route default component={NotFound} />
+              </Router>
+            </main>
+          </div>
         </MeContext.Provider>
       )}
     </Show>

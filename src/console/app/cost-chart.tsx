@@ -85,13 +85,18 @@ export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy:
     import('uplot').then(
       ({ default: uPlot }) => {
         if (!live) return;
+        // Axis labels in the page's text colour, so they stay readable in the dark palette.
+        const ink = getComputedStyle(target).color;
         plot = new uPlot(
           {
             width: Math.min(target.clientWidth || 720, 960),
             height: 260,
             scales: { x: { time: true } },
-            // Axis and legend in the page's language and the site's currency, like the table below.
-            axes: [{ values: (_, ticks) => ticks.map((v) => formatDay(new Date(v * 1000))) }, { size: 90, values: (_, ticks) => ticks.map((v) => formatMicros(toMicros(v), currency)) }],
+            // Axis and legend in the page's language and the site's currency, like the table below; ink readable in dark.
+            axes: [
+              { stroke: ink, values: (_, ticks) => ticks.map((v) => formatDay(new Date(v * 1000))) },
+              { stroke: ink, size: 90, values: (_, ticks) => ticks.map((v) => formatMicros(toMicros(v), currency)) },
+            ],
             series: [
               { label: t('chart.day'), value: (_, v) => (v === null ? '—' : formatDay(new Date(v * 1000))) },
               ...series.groups.map((g, i) => ({

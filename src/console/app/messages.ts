@@ -6,6 +6,7 @@ import * as captures from './messages.captures';
 import * as webhooks from './messages.webhooks';
 import * as pricing from './messages.pricing';
 import * as product from './messages.product';
+import * as design from './messages.design';
 
 const en = {
   loading: 'Loading…',
@@ -247,6 +248,7 @@ const en = {
   ...webhooks.en,
   ...pricing.en,
   ...product.en,
+  ...design.en,
 };
 
 export type Key = keyof typeof en;
@@ -352,7 +354,7 @@ const zh: Record<Key, string> = {
   'keys.badAmount': '请输入最多 6 位小数的金额。',
   'keys.badRpm': '请输入不小于 1 的整数。',
   'keys.edit': '编辑限制',
-  'keys.editNamed': '编辑 {name} 的限制',
+  'keys.editNamed': '编辑限制：{name}',
   'keys.clearHint': '清空某一栏即可取消该限制。',
   'keys.cancel': '取消',
   'tx.type': '类型',
@@ -491,6 +493,7 @@ const zh: Record<Key, string> = {
   ...webhooks.zh,
   ...pricing.zh,
   ...product.zh,
+  ...design.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

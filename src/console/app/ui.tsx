@@ -1,6 +1,6 @@
 /** Small building blocks every page uses: data loading, labelled fields with their errors, pagers, copy buttons. */
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useId, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, get } from './api';
 import { humanError } from './error-text';
 import { type Language, language, switchLanguage, t } from './locale';
@@ -60,14 +60,16 @@ export function DataTable<T>({
   row: (item: T) => ComponentChildren;
   'data-testid'?: string;
 }) {
-  if (rows.length === 0) return <p>{empty}</p>;
+  if (rows.length === 0) return <p class="empty">{empty}</p>;
   return (
-    <table {...table}>
-      <thead>
-        <tr>{head}</tr>
-      </thead>
-      <tbody>{rows.map(row)}</tbody>
-    </table>
+    <div class="table-wrap">
+      <table {...table}>
+        <thead>
+          <tr>{head}</tr>
+        </thead>
+        <tbody>{rows.map(row)}</tbody>
+      </table>
+    </div>
   );
 }
 
@@ -198,5 +200,74 @@ export function LanguageSwitch() {
         <option value="zh-CN">简体中文</option>
       </select>
     </label>
+  );
+}
+
+/** A modal <dialog> (focus kept inside, Escape closes) shown while `open`; `onClose` runs on Escape or the close button. */
+export function Dialog({
+  open,
+  title,
+  onClose,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  onClose: () => void;
+  children: ComponentChildren;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const id = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} aria-labelledby={id} onClose={onClose}>
+      <h2 id={id}>{title}</h2>
+      {open && children}
+      <p>
+        <button type="button" onClick={onClose}>
+          {t('design.close')}
+        </button>
+      </p>
+    </dialog>
+  );
+}
+
+/** A button for a destructive action: it asks in a dialog first and runs `onConfirm` only on "yes". */
+export function ConfirmButton({
+  label,
+  question,
+  confirmLabel,
+  onConfirm,
+  ...button
+}: {
+  label: ComponentChildren;
+  question: string;
+  confirmLabel: string;
+  onConfirm: () => unknown;
+  'aria-label'?: string;
+}) {
+  const [asking, setAsking] = useState(false);
+  return (
+    <>
+      <button type="button" class="danger" onClick={() => setAsking(true)} {...button}>
+        {label}
+      </button>
+      <Dialog open={asking} title={question} onClose={() => setAsking(false)}>
+        <button
+          type="button"
+          class="danger"
+          onClick={async () => {
+            setAsking(false);
+            await onConfirm();
+          }}
+        >
+          {confirmLabel}
+        </button>
+      </Dialog>
+    </>
   );
 }

@@ -1,4 +1,4 @@
-/** Admin: the audit log of every admin write, newest first, in cursor pages. */
+/** Admin: the audit log of every admin write, newest first, in cursor pages; each entry's details as key and value lines. */
 import { withQuery } from '../api';
 import type { Key } from '../messages';
 import { formatTime, t } from '../locale';
@@ -35,12 +35,12 @@ export function AdminAudit() {
               <tbody>
                 {entries.map((e) => (
                   <tr key={e.id}>
-                    <td>{formatTime(e.created_at)}</td>
+                    <td class="time">{formatTime(e.created_at)}</td>
                     <td>{e.actor_email}</td>
                     <td>
                       <code>{e.action}</code>
                     </td>
-                    <td>{e.target}</td>
+                    <td class="id">{e.target}</td>
                     <td>
                       <AuditDetails details={e.details} />
                     </td>

@@ -1,10 +1,11 @@
 /**
  * The model catalog with a download link per quantization, for the model's newest SDK. The
  * session cookie authenticates the link (a directory bundle arrives as a ZIP stream), so no
- * token appears in the URL or the browser's history.
+ * token appears in the URL or the browser's history. Each model's gateway price (GET /api/pricing) sits beside it.
  */
 import { withQuery } from '../api';
-import { t } from '../locale';
+import { currency, t } from '../locale';
+import { formatMoney } from '../money';
 import { DataTable, Page, Show, useGet } from '../ui';
 import { YourPrices } from './prices';
 
@@ -23,6 +24,12 @@ const size = (bytes: number) =>
 
 export function Models() {
   const models = useGet<Model[]>('/api/models');
+  const pricing = useGet<{ models: Array<{ slug: string; unit: 'per_million_tokens' | 'per_request'; price: number }> }>('/api/pricing');
+  const priceOf = (slug: string) => {
+    const prices = pricing.data?.models.filter((p) => p.slug === slug) ?? [];
+    if (prices.length === 0) return '—';
+    return prices.map((p) => `${formatMoney(p.price, currency)} ${t(`design.unit.${p.unit}`)}`).join(' · ');
+  };
   return (
     <Page title={t('nav.models')}>
       <Show loaded={models}>
@@ -36,6 +43,7 @@ export function Models() {
                 <th>{t('models.family')}</th>
                 <th>SDK</th>
                 <th class="num">{t('models.size')}</th>
+                <th class="num">{t('design.price')}</th>
                 <th>{t('models.download')}</th>
               </>
             }
@@ -49,6 +57,7 @@ export function Models() {
                 <td>{m.family}</td>
                 <td>{m.sdk}</td>
                 <td class="num">{size(m.size_bytes)}</td>
+                <td class="num nowrap">{priceOf(m.slug)}</td>
                 <td class="actions">
                   {m.quants.map((quant) => (
                     <a
