@@ -34,6 +34,8 @@ const CONSOLE_PAGES = [
   '/console/admin/users',
   '/console/admin/payments',
   '/console/admin/pricing',
+  '/console/admin/price-groups',
+  '/console/admin/codes',
   '/console/admin/health',
   '/console/admin/cost',
   '/console/admin/audit',

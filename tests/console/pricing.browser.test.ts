@@ -86,6 +86,7 @@ describe('market pricing in the console', () => {
     // The customer: their prices, a redemption, and the same code again.
     const buyer = await openPage(browser, site.url);
     await logIn(buyer.page, 'buyer@example.com', 'a-good-password');
+    await buyer.page.goto(`${site.url}/console/wallet`); // the dashboard is the first page; redeeming is on the wallet's
     await buyer.page.getByRole('textbox', { name: 'Code' }).fill(codes[0]!.toLowerCase());
     await buyer.page.getByRole('button', { name: 'Redeem' }).click();
     await buyer.page.getByText('$7.50 was added to your balance.').waitFor();

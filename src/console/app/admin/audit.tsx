@@ -1,4 +1,5 @@
 /** Admin: the audit log of every admin write, newest first, in cursor pages; each entry's details as key and value lines. */
+import { Fragment } from 'preact';
 import { withQuery } from '../api';
 import type { Key } from '../messages';
 import { formatTime, t } from '../locale';
@@ -56,19 +57,20 @@ export function AdminAudit() {
   );
 }
 
-/** An entry's details as labelled values in the page's language; nested values (price lists, changes) as compact JSON. */
+/** An entry's details as labelled values in the page's language; nested values (price lists, changes) as compact JSON that wraps. */
 function AuditDetails({ details }: { details: unknown }) {
-  if (details === null || typeof details !== 'object' || Array.isArray(details)) return <code>{JSON.stringify(details)}</code>;
-  const say = (v: unknown) =>
-    typeof v === 'boolean' ? t(v ? 'product.yes' : 'product.no') : v !== null && typeof v === 'object' ? <code>{JSON.stringify(v)}</code> : String(v ?? '—');
+  if (details === null || details === undefined) return <>—</>;
+  if (typeof details !== 'object' || Array.isArray(details)) return <code>{JSON.stringify(details)}</code>;
+  const say = (v: unknown) => (typeof v === 'boolean' ? t(v ? 'product.yes' : 'product.no') : typeof v === 'string' ? v : v === null ? '—' : JSON.stringify(v));
   return (
     <dl class="details">
       {Object.entries(details).map(([name, value]) => {
         const key = `product.audit.${name}` as Key;
         return (
-          <div key={name}>
-            <dt>{t(key) === key ? name : t(key)}</dt> <dd>{say(value)}</dd>
-          </div>
+          <Fragment key={name}>
+            <dt>{t(key) === key ? name : t(key)}</dt>
+            <dd>{say(value)}</dd>
+          </Fragment>
         );
       })}
     </dl>
