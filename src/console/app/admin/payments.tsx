@@ -9,7 +9,7 @@ import { ApiError, api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMicros, formatMoney, microsToNumber, parseAmount, toMicros } from '../money';
 import { providerName } from '../product-text';
-import { Alert, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
+import { Alert, Dialog, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
   id: string;
@@ -165,8 +165,9 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
   const [key, setKey] = useState(newIdempotencyKey);
   const [errors, setErrors] = useState<{ amount?: string; reason?: string }>({});
   const [busy, setBusy] = useState(false);
+  const [asking, setAsking] = useState<{ micros: bigint; reason: string; allowNegative: boolean } | null>(null);
 
-  async function submit(e: Event) {
+  function submit(e: Event) {
     e.preventDefault();
     const data = new FormData(e.currentTarget as HTMLFormElement);
     const micros = parseAmount(String(data.get('amount') ?? ''), 6);
@@ -177,11 +178,15 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
     };
     setErrors(found);
     if (found.amount || found.reason || micros === null) return;
+    setAsking({ micros, reason, allowNegative: Boolean(data.get('allow_negative')) });
+  }
+
+  async function refund({ micros, reason, allowNegative }: { micros: bigint; reason: string; allowNegative: boolean }) {
+    setAsking(null);
     const amount = formatMicros(micros, p.currency);
-    if (!confirm(t('admin.confirmRefund', { amount, email: p.email, provider: p.provider }))) return;
     setBusy(true);
     try {
-      const body = { amount: microsToNumber(micros), reason, ...(data.get('allow_negative') ? { allow_negative: true } : {}) };
+      const body = { amount: microsToNumber(micros), reason, ...(allowNegative ? { allow_negative: true } : {}) };
       const { payment } = await api<{ payment: AdminPayment }>('POST', `/api/admin/payments/${encodeURIComponent(p.id)}/refund`, body, { 'idempotency-key': key });
       onDone(t(payment.refunds.at(-1)?.status === 'pending' ? 'admin.refundPending' : 'admin.refundDone', { amount }));
     } catch (err) {
@@ -215,6 +220,15 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
           {t('admin.cancel')}
         </button>
       </p>
+      <Dialog
+        open={asking !== null}
+        title={asking ? t('admin.confirmRefund', { amount: formatMicros(asking.micros, p.currency), email: p.email, provider: p.provider }) : ''}
+        onClose={() => setAsking(null)}
+      >
+        <button type="button" class="danger" onClick={() => asking && refund(asking)}>
+          {t('admin.refundSubmit')}
+        </button>
+      </Dialog>
     </form>
   );
 }

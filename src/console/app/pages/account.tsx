@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { useMe } from '../me';
 import { formatTime, t } from '../locale';
-import { Field, Page, Show, Status, errorText, useGet } from '../ui';
+import { ConfirmButton, Field, Page, Show, Status, errorText, useGet } from '../ui';
 import { EmailStatus, NotificationSettings } from './mail';
 import { LinkedIdentities } from './oauth';
 
@@ -169,7 +169,6 @@ interface Session {
 function Sessions() {
   const sessions = useGet<Session[]>('/api/auth/sessions');
   async function revoke(s: Session) {
-    if (!confirm(t('product.confirmEndSession'))) return;
     await api('DELETE', `/api/auth/sessions/${encodeURIComponent(s.id)}`);
     if (s.current) location.assign('/login');
     else sessions.reload();
@@ -201,9 +200,12 @@ function Sessions() {
                   <td>{s.user_agent ?? '—'}</td>
                   <td>{s.ip ?? '—'}</td>
                   <td>
-                    <button type="button" onClick={() => revoke(s)}>
-                      {t('keys.revoke')}
-                    </button>
+                    <ConfirmButton
+                      label={t('keys.revoke')}
+                      question={t('product.confirmEndSession')}
+                      confirmLabel={t('keys.revoke')}
+                      onConfirm={() => revoke(s)}
+                    />
                   </td>
                 </tr>
               ))}
