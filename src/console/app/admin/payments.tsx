@@ -83,73 +83,77 @@ export function AdminPayments() {
       <Show loaded={page}>
         {({ payments, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('created')}</th>
-                  <th>{t('email')}</th>
-                  <th>{t('wallet.provider')}</th>
-                  <th class="num">{t('amount')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">{t('admin.refunded')}</th>
-                  <th>{t('admin.providerRef')}</th>
-                  <th>
-                    <span class="visually-hidden">{t('actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {payments.map((p) => (
-                  <Fragment key={p.id}>
-                    <tr>
-                      <td>{formatTime(p.created_at)}</td>
-                      <td>{p.email}</td>
-                      <td>{providerName(p.provider, t)}</td>
-                      <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                      <td>
-                        {t(`payment.${p.status}` as 'payment.paid')}
-                        {p.failure ? ` (${p.failure})` : ''}
-                      </td>
-                      <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
-                      <td>{p.provider_ref ?? '—'}</td>
-                      <td>
-                        {p.status !== 'paid' && (
-                          <button type="button" onClick={() => reconcile(p)}>
-                            {t('admin.reconcile')}
-                          </button>
-                        )}
-                        {remainingOf(p) > 0n && refunding !== p.id && (
-                          <button
-                            type="button"
-                            onClick={() => {
-                              setNote(null);
-                              setRefunding(p.id);
-                            }}
-                          >
-                            {t('admin.refund')}
-                          </button>
-                        )}
-                      </td>
-                    </tr>
-                    {refunding === p.id && (
+            {payments.length === 0 ? (
+              <p class="empty">{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('created')}</th>
+                    <th>{t('email')}</th>
+                    <th>{t('wallet.provider')}</th>
+                    <th class="num">{t('amount')}</th>
+                    <th>{t('status')}</th>
+                    <th class="num">{t('admin.refunded')}</th>
+                    <th>{t('admin.providerRef')}</th>
+                    <th>
+                      <span class="visually-hidden">{t('actions')}</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {payments.map((p) => (
+                    <Fragment key={p.id}>
                       <tr>
-                        <td colSpan={8}>
-                          <RefundForm
-                            payment={p}
-                            onCancel={() => setRefunding(null)}
-                            onDone={(done) => {
-                              setRefunding(null);
-                              setNote(done);
-                              page.reload();
-                            }}
-                          />
+                        <td>{formatTime(p.created_at)}</td>
+                        <td>{p.email}</td>
+                        <td>{providerName(p.provider, t)}</td>
+                        <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                        <td>
+                          {t(`payment.${p.status}` as 'payment.paid')}
+                          {p.failure ? ` (${p.failure})` : ''}
+                        </td>
+                        <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
+                        <td>{p.provider_ref ?? '—'}</td>
+                        <td>
+                          {p.status !== 'paid' && (
+                            <button type="button" onClick={() => reconcile(p)}>
+                              {t('admin.reconcile')}
+                            </button>
+                          )}
+                          {remainingOf(p) > 0n && refunding !== p.id && (
+                            <button
+                              type="button"
+                              onClick={() => {
+                                setNote(null);
+                                setRefunding(p.id);
+                              }}
+                            >
+                              {t('admin.refund')}
+                            </button>
+                          )}
                         </td>
                       </tr>
-                    )}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
+                      {refunding === p.id && (
+                        <tr>
+                          <td colSpan={8}>
+                            <RefundForm
+                              payment={p}
+                              onCancel={() => setRefunding(null)}
+                              onDone={(done) => {
+                                setRefunding(null);
+                                setNote(done);
+                                page.reload();
+                              }}
+                            />
+                          </td>
+                        </tr>
+                      )}
+                    </Fragment>
+                  ))}
+                </tbody>
+              </table>
+            )}
             <Pager next={next_cursor} />
           </>
         )}

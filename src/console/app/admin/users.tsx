@@ -43,30 +43,34 @@ export function AdminUsers() {
       <Show loaded={page}>
         {({ users, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('email')}</th>
-                  <th>{t('admin.role')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">{t('wallet.balance')}</th>
-                  <th>{t('created')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {users.map((u) => (
-                  <tr key={u.id}>
-                    <td>
-                      <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email ?? u.phone}</a>
-                    </td>
-                    <td>{u.is_admin ? t('admin.admin') : t('admin.user')}</td>
-                    <td>{u.disabled ? t('admin.disabled') : t('admin.active')}</td>
-                    <td class="num">{formatMoney(u.balance, u.currency)}</td>
-                    <td>{formatTime(u.created_at)}</td>
+            {users.length === 0 ? (
+              <p class="empty">{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('email')}</th>
+                    <th>{t('admin.role')}</th>
+                    <th>{t('status')}</th>
+                    <th class="num">{t('wallet.balance')}</th>
+                    <th>{t('created')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {users.map((u) => (
+                    <tr key={u.id}>
+                      <td>
+                        <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email ?? u.phone}</a>
+                      </td>
+                      <td>{u.is_admin ? t('admin.admin') : t('admin.user')}</td>
+                      <td>{u.disabled ? t('admin.disabled') : t('admin.active')}</td>
+                      <td class="num">{formatMoney(u.balance, u.currency)}</td>
+                      <td>{formatTime(u.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
             <Pager next={next_cursor} />
           </>
         )}

@@ -177,41 +177,45 @@ function Sessions() {
     <section aria-labelledby="sessions-heading">
       <h2 id="sessions-heading">{t('account.sessions')}</h2>
       <Show loaded={sessions}>
-        {(list) => (
-          <table>
-            <thead>
-              <tr>
-                <th>{t('created')}</th>
-                <th>{t('account.expires')}</th>
-                <th>{t('account.device')}</th>
-                <th>{t('account.address')}</th>
-                <th>
-                  <span class="visually-hidden">{t('actions')}</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id}>
-                  <td>
-                    {formatTime(s.created_at)} {s.current && <strong>({t('account.thisSession')})</strong>}
-                  </td>
-                  <td>{formatTime(s.expires_at)}</td>
-                  <td>{s.user_agent ?? '—'}</td>
-                  <td>{s.ip ?? '—'}</td>
-                  <td>
-                    <ConfirmButton
-                      label={t('keys.revoke')}
-                      question={t('product.confirmEndSession')}
-                      confirmLabel={t('keys.revoke')}
-                      onConfirm={() => revoke(s)}
-                    />
-                  </td>
+        {(list) =>
+          list.length === 0 ? (
+            <p class="empty">{t('none')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('created')}</th>
+                  <th>{t('account.expires')}</th>
+                  <th>{t('account.device')}</th>
+                  <th>{t('account.address')}</th>
+                  <th>
+                    <span class="visually-hidden">{t('actions')}</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+              </thead>
+              <tbody>
+                {list.map((s) => (
+                  <tr key={s.id}>
+                    <td>
+                      {formatTime(s.created_at)} {s.current && <strong>({t('account.thisSession')})</strong>}
+                    </td>
+                    <td>{formatTime(s.expires_at)}</td>
+                    <td>{s.user_agent ?? '—'}</td>
+                    <td>{s.ip ?? '—'}</td>
+                    <td>
+                      <ConfirmButton
+                        label={t('keys.revoke')}
+                        question={t('product.confirmEndSession')}
+                        confirmLabel={t('keys.revoke')}
+                        onConfirm={() => revoke(s)}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
       </Show>
     </section>
   );
