@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, openPage, screenshot, type WatchedPage, waitForImage } from '../support/browser';
-import { waitFor } from '../support/wait';
 import { ADMIN, CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 // A test here is a story of many browser steps; each step fails by itself after 20 s naming what it
@@ -274,19 +273,17 @@ describe('an operator', () => {
     await form.getByLabel('Reason (kept in the audit log)').fill('partial refund');
     await screenshot(page, 'admin-3a-refund-form');
 
-    // Dismissed, the confirmation sends nothing; accepted, the refund is made once.
-    const asked: string[] = [];
-    page.once('dialog', (d) => {
-      asked.push(d.message());
-      void d.dismiss();
+    // Closed, the confirmation sends nothing; confirmed, the refund is made once.
+    const asked = page.getByRole('dialog', {
+      name: `Refund ¥4.00 to ${USER.email}? The money goes back through chat_wallet and their wallet is debited by it.`,
     });
-    await form.getByRole('button', { name: 'Send the refund' }).click();
-    await waitFor(async () => asked.length === 1, 'the confirmation');
-    expect(asked[0]).toBe(`Refund ¥4.00 to ${USER.email}? The money goes back through chat_wallet and their wallet is debited by it.`);
+    await form.getByRole('button', { name: 'Send the refund' }).first().click();
+    await asked.getByRole('button', { name: 'Close' }).click();
+    await asked.waitFor({ state: 'hidden' });
     expect((await site.call('GET', '/api/admin/payments?status=paid', site.adminToken)).body.payments[0].refunded_amount).toBe(0);
-    page.once('dialog', (d) => void d.accept());
+    await form.getByRole('button', { name: 'Send the refund' }).first().click();
     const refunded = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/refund'));
-    await form.getByRole('button', { name: 'Send the refund' }).click();
+    await asked.getByRole('button', { name: 'Send the refund' }).click();
     expect((await refunded).status()).toBe(200);
     await page.getByRole('status').filter({ hasText: 'Refunded ¥4.00.' }).waitFor();
     await row.getByRole('cell', { name: '¥4.00' }).waitFor();
@@ -314,18 +311,14 @@ describe('an operator', () => {
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('link', { name: USER.email }).click();
     // A destructive action is confirmed first: dismissing the question changes nothing.
-    const asked: string[] = [];
-    page.once('dialog', (d) => {
-      asked.push(d.message());
-      void d.dismiss();
-    });
+    const asked = page.getByRole('dialog', { name: `Disable the account ${USER.email}? Its sessions end and its API keys stop working at once.` });
     await page.getByRole('button', { name: 'Disable account' }).click();
-    await waitFor(() => asked.length === 1);
-    expect(asked[0]).toContain(USER.email);
+    await asked.getByRole('button', { name: 'Close' }).click();
+    await asked.waitFor({ state: 'hidden' });
     await user.page.reload();
     await user.page.waitForURL(`${site.url}/console/transactions`);
-    page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Disable account' }).click();
+    await asked.getByRole('button', { name: 'Disable account' }).click();
     await page.getByRole('button', { name: 'Enable account' }).waitFor();
     await screenshot(page, 'admin-3-disabled');
 

@@ -50,11 +50,14 @@ describe('captures in the console', () => {
     const { page, problems } = await openPage(browser, site.url);
     await logIn(page, 'captures@example.com', 'a-good-password');
     await page.getByRole('link', { name: 'API keys' }).click();
-    const create = page.getByRole('form', { name: 'Create key' });
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create key' });
+    const create = dialog.getByRole('form', { name: 'Create key' });
     await create.getByLabel('Name').fill('recorded');
     await create.getByLabel('Capture requests').check();
     await create.getByRole('button', { name: 'Create key' }).click();
-    const key = (await page.getByTestId('new-key').textContent())!;
+    const key = (await dialog.getByTestId('new-key').textContent())!;
+    await dialog.getByRole('button', { name: 'Close' }).click();
     await page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'recorded', exact: true }) }).getByText('captured').waitFor();
     expect((await site.call('GET', '/api/api-keys', token)).body[0].capture).toBe(true);
 

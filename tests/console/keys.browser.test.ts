@@ -41,7 +41,10 @@ describe('API key limits on the keys page', () => {
     await page.waitForURL(`${site.url}/console`);
     await page.getByRole('link', { name: 'API keys' }).click();
 
-    const create = page.getByRole('form', { name: 'Create key' });
+    // Creating happens in a dialog opened from the page.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create key' });
+    const create = dialog.getByRole('form', { name: 'Create key' });
     await create.getByLabel('Name').fill('metered');
     // The console's own check: more than 6 decimals, shown at the spend limit field.
     await create.getByLabel('Spend limit').fill('1.2345678');
@@ -61,7 +64,8 @@ describe('API key limits on the keys page', () => {
 
     await create.getByLabel('Expires at (your time zone)').fill('');
     await create.getByRole('button', { name: 'Create key' }).click();
-    await page.getByTestId('new-key').waitFor();
+    await dialog.getByTestId('new-key').waitFor();
+    await dialog.getByRole('button', { name: 'Close' }).click();
     const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'metered', exact: true }) });
     await row.getByText('$0.00 / $2.50 per month · 60 requests/min').waitFor();
     const [made] = (await site.call('GET', '/api/api-keys', token)).body;

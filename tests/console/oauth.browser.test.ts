@@ -51,15 +51,18 @@ describe('sign-in with GitHub in the console', () => {
     await screenshot(page, 'oauth-1-account');
 
     // Unlinking is confirmed first (every destructive action is).
-    page.on('dialog', (dialog) => void dialog.accept());
-    await providers.getByRole('button', { name: 'Unlink' }).click();
+    const unlink = async () => {
+      await providers.getByRole('button', { name: 'Unlink' }).click();
+      await page.getByRole('dialog', { name: 'Unlink GitHub? You can no longer sign in with it.' }).getByRole('button', { name: 'Unlink' }).click();
+    };
+    await unlink();
     await providers.getByRole('alert').filter({ hasText: 'last way to sign in' }).waitFor();
 
     await page.getByRole('heading', { name: 'Set a password' }).waitFor();
     await page.getByLabel('New password').fill('a-first-password');
     await page.getByRole('button', { name: 'Set a password' }).click();
     await page.getByText('Password changed. Other sessions were signed out.').waitFor();
-    await providers.getByRole('button', { name: 'Unlink' }).click();
+    await unlink();
     await providers.getByText('No provider is linked to this account.').waitFor();
 
     await providers.getByRole('button', { name: 'Link GitHub' }).click();

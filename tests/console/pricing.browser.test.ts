@@ -42,7 +42,6 @@ describe('market pricing in the console', () => {
     const { token, user } = (await registered.json()) as { token: string; user: { id: string } };
 
     const op = await openPage(browser, site.url);
-    op.page.on('dialog', (dialog) => void dialog.accept());
     await logIn(op.page, ADMIN.email, ADMIN.password);
     const { page } = op;
 
@@ -114,6 +113,8 @@ describe('market pricing in the console', () => {
 
     // The operator disables the rest of the batch; the list shows one redeemed and one disabled.
     await page.getByRole('button', { name: /^Disable unused codes/ }).first().click();
+    const asked = page.getByRole('dialog', { name: /^Disable every unused code of batch/ });
+    await asked.getByRole('button', { name: 'Disable unused codes', exact: true }).click();
     await page.getByText('1 codes disabled.').waitFor();
     const statuses = await page.getByTestId('codes').getByRole('row').allTextContents();
     expect(statuses.some((r) => r.includes('Redeemed') && r.includes(user.id))).toBe(true);

@@ -51,13 +51,16 @@ describe('a new user on the international site', () => {
     await screenshot(page, 'user-1-dashboard');
 
     await page.getByRole('link', { name: 'API keys' }).click();
-    await page.getByLabel('Name').fill('laptop');
     await page.getByRole('button', { name: 'Create key' }).click();
-    const key = (await page.getByTestId('new-key').textContent())!;
+    const dialog = page.getByRole('dialog', { name: 'Create key' });
+    await dialog.getByLabel('Name').fill('laptop');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    const key = (await dialog.getByTestId('new-key').textContent())!;
     expect(key).toMatch(/^bfvk-[0-9A-Za-z]{40}$/);
-    await page.getByRole('button', { name: 'Copy key' }).click();
-    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    await dialog.getByRole('button', { name: 'Copy key' }).click();
+    await dialog.getByRole('button', { name: 'Copied' }).waitFor();
     expect(await clipboardText(page)).toBe(key);
+    await dialog.getByRole('button', { name: 'Close' }).click();
     await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
     await screenshot(page, 'user-2-key');
 

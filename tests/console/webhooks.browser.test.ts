@@ -37,7 +37,6 @@ describe('the webhooks page', () => {
     const { token } = (await registered.json()) as { token: string };
 
     const { page, problems } = await openPage(browser, site.url);
-    page.on('dialog', (dialog) => void dialog.accept());
     await page.goto(`${site.url}/login`);
     await page.getByLabel('Email or phone').fill('hooks@example.com');
     await page.getByLabel('Password').fill('a-good-password');
@@ -80,6 +79,7 @@ describe('the webhooks page', () => {
     await row.getByRole('cell', { name: 'Disabled', exact: true }).waitFor();
     expect((await site.call('GET', `/api/webhooks/${made.id}`, token)).body.enabled).toBe(false);
     await row.getByRole('button', { name: `Delete ${rx.url}` }).click();
+    await page.getByRole('dialog', { name: `Delete the endpoint ${rx.url} and its delivery log? Nothing more is sent to it.` }).getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByText('No endpoints yet.').waitFor();
     expect((await site.call('GET', '/api/webhooks', token)).body).toEqual({ webhooks: [] });
 

@@ -23,32 +23,36 @@ export function AdminAudit() {
       <Show loaded={page}>
         {({ entries, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('time')}</th>
-                  <th>{t('admin.actor')}</th>
-                  <th>{t('admin.action')}</th>
-                  <th>{t('admin.target')}</th>
-                  <th>{t('admin.details')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {entries.map((e) => (
-                  <tr key={e.id}>
-                    <td class="time">{formatTime(e.created_at)}</td>
-                    <td>{e.actor_email}</td>
-                    <td>
-                      <code>{e.action}</code>
-                    </td>
-                    <td class="id">{e.target}</td>
-                    <td>
-                      <AuditDetails details={e.details} />
-                    </td>
+            {entries.length === 0 ? (
+              <p class="empty">{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('time')}</th>
+                    <th>{t('admin.actor')}</th>
+                    <th>{t('admin.action')}</th>
+                    <th>{t('admin.target')}</th>
+                    <th>{t('admin.details')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {entries.map((e) => (
+                    <tr key={e.id}>
+                      <td class="time">{formatTime(e.created_at)}</td>
+                      <td>{e.actor_email}</td>
+                      <td>
+                        <code>{e.action}</code>
+                      </td>
+                      <td class="id">{e.target}</td>
+                      <td>
+                        <AuditDetails details={e.details} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
             <Pager next={next_cursor} />
           </>
         )}

@@ -7,7 +7,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Alert, CopyButton, DataTable, Field, Page, Show, Status, errorText, useGet } from '../ui';
+import { Alert, ConfirmButton, CopyButton, DataTable, Field, Page, Show, Status, errorText, useGet } from '../ui';
 
 interface Batch {
   batch_id: string;
@@ -39,7 +39,6 @@ export function AdminCodes() {
   const [error, setError] = useState<string | null>(null);
 
   async function disable(batch: string) {
-    if (!confirm(t('codes.confirmDisable', { batch }))) return;
     try {
       const r = await api<{ disabled: number }>('DELETE', `/api/admin/billing/codes/${encodeURIComponent(batch)}`);
       setError(null);
@@ -88,9 +87,18 @@ export function AdminCodes() {
         {batches.length > 0 && (
           <p class="actions">
             {batches.map((b) => (
-              <button type="button" onClick={() => disable(b)} aria-label={`${t('codes.disable')} ${b}`}>
-                {t('codes.disable')} <code>{b}</code>
-              </button>
+              <ConfirmButton
+                key={b}
+                label={
+                  <>
+                    {t('codes.disable')} <code>{b}</code>
+                  </>
+                }
+                aria-label={`${t('codes.disable')} ${b}`}
+                question={t('codes.confirmDisable', { batch: b })}
+                confirmLabel={t('codes.disable')}
+                onConfirm={() => disable(b)}
+              />
             ))}
           </p>
         )}

@@ -9,7 +9,7 @@ import { ApiError, api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMicros, formatMoney, microsToNumber, parseAmount, toMicros } from '../money';
 import { providerName } from '../product-text';
-import { Alert, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
+import { Alert, Dialog, Field, Page, Select, Show, Status, errorText, useCursor, useGet } from '../ui';
 
 interface AdminPayment {
   id: string;
@@ -83,73 +83,77 @@ export function AdminPayments() {
       <Show loaded={page}>
         {({ payments, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('created')}</th>
-                  <th>{t('email')}</th>
-                  <th>{t('wallet.provider')}</th>
-                  <th class="num">{t('amount')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">{t('admin.refunded')}</th>
-                  <th>{t('admin.providerRef')}</th>
-                  <th>
-                    <span class="visually-hidden">{t('actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {payments.map((p) => (
-                  <Fragment key={p.id}>
-                    <tr>
-                      <td>{formatTime(p.created_at)}</td>
-                      <td>{p.email}</td>
-                      <td>{providerName(p.provider, t)}</td>
-                      <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                      <td>
-                        {t(`payment.${p.status}` as 'payment.paid')}
-                        {p.failure ? ` (${p.failure})` : ''}
-                      </td>
-                      <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
-                      <td>{p.provider_ref ?? '—'}</td>
-                      <td>
-                        {p.status !== 'paid' && (
-                          <button type="button" onClick={() => reconcile(p)}>
-                            {t('admin.reconcile')}
-                          </button>
-                        )}
-                        {remainingOf(p) > 0n && refunding !== p.id && (
-                          <button
-                            type="button"
-                            onClick={() => {
-                              setNote(null);
-                              setRefunding(p.id);
-                            }}
-                          >
-                            {t('admin.refund')}
-                          </button>
-                        )}
-                      </td>
-                    </tr>
-                    {refunding === p.id && (
+            {payments.length === 0 ? (
+              <p class="empty">{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('created')}</th>
+                    <th>{t('email')}</th>
+                    <th>{t('wallet.provider')}</th>
+                    <th class="num">{t('amount')}</th>
+                    <th>{t('status')}</th>
+                    <th class="num">{t('admin.refunded')}</th>
+                    <th>{t('admin.providerRef')}</th>
+                    <th>
+                      <span class="visually-hidden">{t('actions')}</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {payments.map((p) => (
+                    <Fragment key={p.id}>
                       <tr>
-                        <td colSpan={8}>
-                          <RefundForm
-                            payment={p}
-                            onCancel={() => setRefunding(null)}
-                            onDone={(done) => {
-                              setRefunding(null);
-                              setNote(done);
-                              page.reload();
-                            }}
-                          />
+                        <td>{formatTime(p.created_at)}</td>
+                        <td>{p.email}</td>
+                        <td>{providerName(p.provider, t)}</td>
+                        <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                        <td>
+                          {t(`payment.${p.status}` as 'payment.paid')}
+                          {p.failure ? ` (${p.failure})` : ''}
+                        </td>
+                        <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
+                        <td>{p.provider_ref ?? '—'}</td>
+                        <td>
+                          {p.status !== 'paid' && (
+                            <button type="button" onClick={() => reconcile(p)}>
+                              {t('admin.reconcile')}
+                            </button>
+                          )}
+                          {remainingOf(p) > 0n && refunding !== p.id && (
+                            <button
+                              type="button"
+                              onClick={() => {
+                                setNote(null);
+                                setRefunding(p.id);
+                              }}
+                            >
+                              {t('admin.refund')}
+                            </button>
+                          )}
                         </td>
                       </tr>
-                    )}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
+                      {refunding === p.id && (
+                        <tr>
+                          <td colSpan={8}>
+                            <RefundForm
+                              payment={p}
+                              onCancel={() => setRefunding(null)}
+                              onDone={(done) => {
+                                setRefunding(null);
+                                setNote(done);
+                                page.reload();
+                              }}
+                            />
+                          </td>
+                        </tr>
+                      )}
+                    </Fragment>
+                  ))}
+                </tbody>
+              </table>
+            )}
             <Pager next={next_cursor} />
           </>
         )}
@@ -165,8 +169,9 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
   const [key, setKey] = useState(newIdempotencyKey);
   const [errors, setErrors] = useState<{ amount?: string; reason?: string }>({});
   const [busy, setBusy] = useState(false);
+  const [asking, setAsking] = useState<{ micros: bigint; reason: string; allowNegative: boolean } | null>(null);
 
-  async function submit(e: Event) {
+  function submit(e: Event) {
     e.preventDefault();
     const data = new FormData(e.currentTarget as HTMLFormElement);
     const micros = parseAmount(String(data.get('amount') ?? ''), 6);
@@ -177,11 +182,15 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
     };
     setErrors(found);
     if (found.amount || found.reason || micros === null) return;
+    setAsking({ micros, reason, allowNegative: Boolean(data.get('allow_negative')) });
+  }
+
+  async function refund({ micros, reason, allowNegative }: { micros: bigint; reason: string; allowNegative: boolean }) {
+    setAsking(null);
     const amount = formatMicros(micros, p.currency);
-    if (!confirm(t('admin.confirmRefund', { amount, email: p.email, provider: p.provider }))) return;
     setBusy(true);
     try {
-      const body = { amount: microsToNumber(micros), reason, ...(data.get('allow_negative') ? { allow_negative: true } : {}) };
+      const body = { amount: microsToNumber(micros), reason, ...(allowNegative ? { allow_negative: true } : {}) };
       const { payment } = await api<{ payment: AdminPayment }>('POST', `/api/admin/payments/${encodeURIComponent(p.id)}/refund`, body, { 'idempotency-key': key });
       onDone(t(payment.refunds.at(-1)?.status === 'pending' ? 'admin.refundPending' : 'admin.refundDone', { amount }));
     } catch (err) {
@@ -215,6 +224,15 @@ function RefundForm({ payment: p, onDone, onCancel }: { payment: AdminPayment; o
           {t('admin.cancel')}
         </button>
       </p>
+      <Dialog
+        open={asking !== null}
+        title={asking ? t('admin.confirmRefund', { amount: formatMicros(asking.micros, p.currency), email: p.email, provider: p.provider }) : ''}
+        onClose={() => setAsking(null)}
+      >
+        <button type="button" class="danger" onClick={() => asking && refund(asking)}>
+          {t('admin.refundSubmit')}
+        </button>
+      </Dialog>
     </form>
   );
 }

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t, tn } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { Alert, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
+import { Alert, ConfirmButton, Field, Page, Show, Status, errorText, useCursor, useGet } from '../ui';
 import { UserPriceGroup } from './user-price-group';
 
 interface AdminUserRow {
@@ -43,30 +43,34 @@ export function AdminUsers() {
       <Show loaded={page}>
         {({ users, next_cursor }) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th>{t('email')}</th>
-                  <th>{t('admin.role')}</th>
-                  <th>{t('status')}</th>
-                  <th class="num">{t('wallet.balance')}</th>
-                  <th>{t('created')}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {users.map((u) => (
-                  <tr key={u.id}>
-                    <td>
-                      <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email ?? u.phone}</a>
-                    </td>
-                    <td>{u.is_admin ? t('admin.admin') : t('admin.user')}</td>
-                    <td>{u.disabled ? t('admin.disabled') : t('admin.active')}</td>
-                    <td class="num">{formatMoney(u.balance, u.currency)}</td>
-                    <td>{formatTime(u.created_at)}</td>
+            {users.length === 0 ? (
+              <p class="empty">{t('none')}</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th>{t('email')}</th>
+                    <th>{t('admin.role')}</th>
+                    <th>{t('status')}</th>
+                    <th class="num">{t('wallet.balance')}</th>
+                    <th>{t('created')}</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {users.map((u) => (
+                    <tr key={u.id}>
+                      <td>
+                        <a href={`/console/admin/users/${encodeURIComponent(u.id)}`}>{u.email ?? u.phone}</a>
+                      </td>
+                      <td>{u.is_admin ? t('admin.admin') : t('admin.user')}</td>
+                      <td>{u.disabled ? t('admin.disabled') : t('admin.active')}</td>
+                      <td class="num">{formatMoney(u.balance, u.currency)}</td>
+                      <td>{formatTime(u.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
             <Pager next={next_cursor} />
           </>
         )}
@@ -80,8 +84,7 @@ export function AdminUser({ id }: { id: string }) {
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  async function patch(change: { disabled?: boolean; is_admin?: boolean }, confirmation?: string) {
-    if (confirmation && !confirm(confirmation)) return;
+  async function patch(change: { disabled?: boolean; is_admin?: boolean }) {
     try {
       await api('PATCH', `/api/admin/users/${encodeURIComponent(id)}`, change);
       setError(null);
@@ -120,12 +123,30 @@ export function AdminUser({ id }: { id: string }) {
               </div>
             </dl>
             <p class="actions">
-              <button type="button" onClick={() => patch({ disabled: !u.disabled }, u.disabled ? undefined : t('product.confirmDisable', { email: u.email }))}>
-                {u.disabled ? t('admin.enable') : t('admin.disable')}
-              </button>
-              <button type="button" onClick={() => patch({ is_admin: !u.is_admin }, u.is_admin ? t('product.confirmDemote', { email: u.email }) : undefined)}>
-                {u.is_admin ? t('admin.demote') : t('admin.promote')}
-              </button>
+              {u.disabled ? (
+                <button type="button" onClick={() => patch({ disabled: false })}>
+                  {t('admin.enable')}
+                </button>
+              ) : (
+                <ConfirmButton
+                  label={t('admin.disable')}
+                  question={t('product.confirmDisable', { email: u.email })}
+                  confirmLabel={t('admin.disable')}
+                  onConfirm={() => patch({ disabled: true })}
+                />
+              )}
+              {u.is_admin ? (
+                <ConfirmButton
+                  label={t('admin.demote')}
+                  question={t('product.confirmDemote', { email: u.email })}
+                  confirmLabel={t('admin.demote')}
+                  onConfirm={() => patch({ is_admin: false })}
+                />
+              ) : (
+                <button type="button" onClick={() => patch({ is_admin: true })}>
+                  {t('admin.promote')}
+                </button>
+              )}
             </p>
             {note && <Status>{note}</Status>}
             <Alert>{error}</Alert>

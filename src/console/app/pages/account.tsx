@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
 import { useMe } from '../me';
 import { formatTime, t } from '../locale';
-import { Field, Page, Show, Status, errorText, useGet } from '../ui';
+import { ConfirmButton, Field, Page, Show, Status, errorText, useGet } from '../ui';
 import { EmailStatus, NotificationSettings } from './mail';
 import { LinkedIdentities } from './oauth';
 
@@ -169,7 +169,6 @@ interface Session {
 function Sessions() {
   const sessions = useGet<Session[]>('/api/auth/sessions');
   async function revoke(s: Session) {
-    if (!confirm(t('product.confirmEndSession'))) return;
     await api('DELETE', `/api/auth/sessions/${encodeURIComponent(s.id)}`);
     if (s.current) location.assign('/login');
     else sessions.reload();
@@ -178,38 +177,45 @@ function Sessions() {
     <section aria-labelledby="sessions-heading">
       <h2 id="sessions-heading">{t('account.sessions')}</h2>
       <Show loaded={sessions}>
-        {(list) => (
-          <table>
-            <thead>
-              <tr>
-                <th>{t('created')}</th>
-                <th>{t('account.expires')}</th>
-                <th>{t('account.device')}</th>
-                <th>{t('account.address')}</th>
-                <th>
-                  <span class="visually-hidden">{t('actions')}</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id}>
-                  <td>
-                    {formatTime(s.created_at)} {s.current && <strong>({t('account.thisSession')})</strong>}
-                  </td>
-                  <td>{formatTime(s.expires_at)}</td>
-                  <td>{s.user_agent ?? '—'}</td>
-                  <td>{s.ip ?? '—'}</td>
-                  <td>
-                    <button type="button" onClick={() => revoke(s)}>
-                      {t('keys.revoke')}
-                    </button>
-                  </td>
+        {(list) =>
+          list.length === 0 ? (
+            <p class="empty">{t('none')}</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>{t('created')}</th>
+                  <th>{t('account.expires')}</th>
+                  <th>{t('account.device')}</th>
+                  <th>{t('account.address')}</th>
+                  <th>
+                    <span class="visually-hidden">{t('actions')}</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+              </thead>
+              <tbody>
+                {list.map((s) => (
+                  <tr key={s.id}>
+                    <td>
+                      {formatTime(s.created_at)} {s.current && <strong>({t('account.thisSession')})</strong>}
+                    </td>
+                    <td>{formatTime(s.expires_at)}</td>
+                    <td>{s.user_agent ?? '—'}</td>
+                    <td>{s.ip ?? '—'}</td>
+                    <td>
+                      <ConfirmButton
+                        label={t('keys.revoke')}
+                        question={t('product.confirmEndSession')}
+                        confirmLabel={t('keys.revoke')}
+                        onConfirm={() => revoke(s)}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
       </Show>
     </section>
   );

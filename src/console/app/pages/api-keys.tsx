@@ -1,12 +1,12 @@
 /**
- * API keys: create with limits (the full key is shown once, with a copy button), list with the
- * spend so far, edit or clear a key's limits, revoke.
+ * API keys: create with limits in a dialog (the full key is shown once there, with a copy button), list
+ * with the spend so far, edit or clear a key's limits, revoke after a confirmation.
  */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
-import { CopyButton, DataTable, errorText, Field, Page, Show, useGet } from '../ui';
+import { ConfirmButton, CopyButton, DataTable, Dialog, errorText, Field, Page, Show, useGet } from '../ui';
 import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
 import { CaptureCheckbox, captureOf } from './key-capture';
 
@@ -35,6 +35,7 @@ function limitsOf(key: ApiKey): string {
 
 export function ApiKeys() {
   const keys = useGet<ApiKey[]>('/api/api-keys');
+  const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string }) | null>(null);
   const [errors, setErrors] = useState<LimitErrors>({});
   const [editing, setEditing] = useState<ApiKey | null>(null);
@@ -53,7 +54,6 @@ export function ApiKeys() {
     setErrors({});
     try {
       setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data) }));
-      form.reset();
       keys.reload();
     } catch (err) {
       setErrors(errorsFromApi(errorText(err)));
@@ -76,26 +76,39 @@ export function ApiKeys() {
     }
   }
 
+  function openCreate() {
+    setErrors({});
+    setCreated(null);
+    setCreating(true);
+  }
+
   async function revoke(key: ApiKey) {
-    if (!confirm(t('keys.confirmRevoke', { name: key.name }))) return;
     await api('DELETE', `/api/api-keys/${encodeURIComponent(key.id)}`);
     keys.reload();
   }
 
   return (
     <Page title={t('keys.title')}>
-      <form onSubmit={create} noValidate aria-label={t('keys.create')}>
-        <Field label={t('keys.name')} name="name" maxLength={100} error={errors.name} />
-        <LimitFields errors={errors} models={pricedModels} />
-        <CaptureCheckbox />
-        <button type="submit">{t('keys.create')}</button>
-      </form>
-      {created && (
-        <div class="notice" role="status">
-          <p>{t('keys.once')}</p>
-          <code data-testid="new-key">{created.key}</code> <CopyButton text={created.key} label={t('keys.copy')} />
-        </div>
-      )}
+      <p>
+        <button type="button" onClick={openCreate}>
+          {t('keys.create')}
+        </button>
+      </p>
+      <Dialog open={creating} title={t('keys.create')} onClose={() => setCreating(false)}>
+        {created ? (
+          <div class="notice" role="status">
+            <p>{t('keys.once')}</p>
+            <code data-testid="new-key">{created.key}</code> <CopyButton text={created.key} label={t('keys.copy')} />
+          </div>
+        ) : (
+          <form onSubmit={create} noValidate aria-label={t('keys.create')}>
+            <Field label={t('keys.name')} name="name" maxLength={100} error={errors.name} />
+            <LimitFields errors={errors} models={pricedModels} />
+            <CaptureCheckbox />
+            <button type="submit">{t('keys.create')}</button>
+          </form>
+        )}
+      </Dialog>
       <Show loaded={keys}>
         {(list) => (
           <DataTable
@@ -133,9 +146,13 @@ export function ApiKeys() {
                   >
                     {t('keys.edit')}
                   </button>{' '}
-                  <button type="button" onClick={() => revoke(key)} aria-label={t('keys.revokeNamed', { name: key.name })}>
-                    {t('keys.revoke')}
-                  </button>
+                  <ConfirmButton
+                    label={t('keys.revoke')}
+                    aria-label={t('keys.revokeNamed', { name: key.name })}
+                    question={t('keys.confirmRevoke', { name: key.name })}
+                    confirmLabel={t('keys.revoke')}
+                    onConfirm={() => revoke(key)}
+                  />
                 </td>
               </tr>
             )}

@@ -7,7 +7,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { formatTime, site, t } from '../locale';
 import { formatMoney } from '../money';
-import { DataTable, errorText, Field, Page, Select, Show, Status, useGet } from '../ui';
+import { DataTable, errorText, Field, Page, Select, Show, Status, useCursor, useGet } from '../ui';
 
 interface Payment {
   id: string;
@@ -35,37 +35,41 @@ const paidPayments = withQuery('/api/billing/payments', { status: 'paid', limit:
 export const BillingDocuments = () => (site === 'cn' ? <Invoices /> : <Receipts />);
 
 function Receipts() {
-  const payments = useGet<{ payments: Payment[] }>(paidPayments);
+  const { cursor, Pager } = useCursor();
+  const payments = useGet<{ payments: Payment[]; next_cursor: string | null }>(withQuery('/api/billing/payments', { status: 'paid', limit: 50, cursor }));
   return (
     <Page title={t('nav.receipts')}>
       <Show loaded={payments}>
-        {({ payments: list }) => (
-          <DataTable
-            rows={list}
-            empty={t('docs.noPaid')}
-            head={
-              <>
-                <th>{t('docs.paidAt')}</th>
-                <th class="num">{t('amount')}</th>
-                <th class="num">{t('wallet.refunded')}</th>
-                <th>{t('wallet.provider')}</th>
-                <th>
-                  <span class="visually-hidden">{t('actions')}</span>
-                </th>
-              </>
-            }
-            row={(p) => (
-              <tr key={p.id}>
-                <td>{formatTime(p.paid_at)}</td>
-                <td class="num">{formatMoney(p.amount, p.currency)}</td>
-                <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
-                <td>{p.provider}</td>
-                <td>
-                  <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
-                </td>
-              </tr>
-            )}
-          />
+        {({ payments: list, next_cursor }) => (
+          <>
+            <DataTable
+              rows={list}
+              empty={t('docs.noPaid')}
+              head={
+                <>
+                  <th>{t('docs.paidAt')}</th>
+                  <th class="num">{t('amount')}</th>
+                  <th class="num">{t('wallet.refunded')}</th>
+                  <th>{t('wallet.provider')}</th>
+                  <th>
+                    <span class="visually-hidden">{t('actions')}</span>
+                  </th>
+                </>
+              }
+              row={(p) => (
+                <tr key={p.id}>
+                  <td>{formatTime(p.paid_at)}</td>
+                  <td class="num">{formatMoney(p.amount, p.currency)}</td>
+                  <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
+                  <td>{p.provider}</td>
+                  <td>
+                    <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
+                  </td>
+                </tr>
+              )}
+            />
+            <Pager next={next_cursor} />
+          </>
         )}
       </Show>
     </Page>

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { formatTime, t } from '../locale';
-import { Alert, Show, Status, errorText, useGet } from '../ui';
+import { Alert, ConfirmButton, Show, Status, errorText, useGet } from '../ui';
 
 type ProviderId = 'github' | 'google' | 'oidc';
 interface SiteFeatures {
@@ -57,7 +57,6 @@ export function LinkedIdentities() {
   const linked = queryParam('linked');
 
   async function unlink(identity: Identity) {
-    if (!confirm(t('product.confirmUnlink', { name: providerName(identity.provider, oidcName) }))) return;
     setError(null);
     try {
       await api('DELETE', `/api/auth/identities/${encodeURIComponent(identity.id)}`);
@@ -104,9 +103,12 @@ export function LinkedIdentities() {
                     <td>{identity.email ?? '—'}</td>
                     <td>{formatTime(identity.created_at)}</td>
                     <td>
-                      <button type="button" onClick={() => unlink(identity)}>
-                        {t('oauth.unlink')}
-                      </button>
+                      <ConfirmButton
+                        label={t('oauth.unlink')}
+                        question={t('product.confirmUnlink', { name: providerName(identity.provider, oidcName) })}
+                        confirmLabel={t('oauth.unlink')}
+                        onConfirm={() => unlink(identity)}
+                      />
                     </td>
                   </tr>
                 ))}

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import type { Key } from '../messages';
-import { Alert, CopyButton, DataTable, errorText, Field, Page, Show, Status, useCursor, useGet } from '../ui';
+import { Alert, ConfirmButton, CopyButton, DataTable, errorText, Field, Page, Show, Status, useCursor, useGet } from '../ui';
 
 const EVENTS = ['payment.paid', 'payment.refunded', 'balance.low', 'key.spend_limit_reached', 'invoice.issued'] as const;
 
@@ -73,7 +73,6 @@ export function Webhooks() {
   const setEnabled = (hook: Webhook, enabled: boolean) =>
     act(() => api('PATCH', `/api/webhooks/${encodeURIComponent(hook.id)}`, { enabled }));
   function remove(hook: Webhook) {
-    if (!confirm(t('webhooks.confirmDelete', { url: hook.url }))) return;
     if (open?.id === hook.id) setOpen(null);
     void act(() => api('DELETE', `/api/webhooks/${encodeURIComponent(hook.id)}`));
   }
@@ -147,9 +146,13 @@ export function Webhooks() {
                   >
                     {t(hook.enabled ? 'webhooks.disable' : 'webhooks.enable')}
                   </button>{' '}
-                  <button type="button" onClick={() => remove(hook)} aria-label={t('webhooks.deleteNamed', { url: hook.url })}>
-                    {t('webhooks.delete')}
-                  </button>
+                  <ConfirmButton
+                    label={t('webhooks.delete')}
+                    aria-label={t('webhooks.deleteNamed', { url: hook.url })}
+                    question={t('webhooks.confirmDelete', { url: hook.url })}
+                    confirmLabel={t('webhooks.delete')}
+                    onConfirm={() => remove(hook)}
+                  />
                 </td>
               </tr>
             )}
