@@ -73,7 +73,6 @@ export async function serveCommand(argv: string[]) {
   if (services.runtime.configured()) void services.runtime.start();
   if (config.agentCloudApiKey === null && !isLoopbackUrl(config.publicUrl))
     ctx.log.warn({ msg: 'the agent API is open to anyone: AGENT_CLOUD_API_KEY is unset and PUBLIC_URL is not loopback; anonymous agent turns run unbilled (rate limited per address)' });
-  ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -106,4 +105,7 @@ export async function serveCommand(argv: string[]) {
   process.on('unhandledRejection', (reason) => ctx.log.error({ err: reason }, 'unhandled promise rejection'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // Announced only now: a supervisor (or a test) that signals the process as soon as it reads this
+  // line must reach the handlers above, not the default action that ends the process at once.
+  ctx.log.info({ msg: 'listening', url: `http://${server.hostname}:${server.port}`, site: config.site, database: ctx.database.kind });
 }
