@@ -1,5 +1,5 @@
 /**
- * Sign-in and linking with OAuth/OpenID providers (DECISIONS §17).
+ * Sign-in and linking with OAuth/OpenID providers (docs/accounts/oauth.md).
  *
  * A start stores the state's hash with the PKCE verifier and the nonce in oauth_states (the
  * callback may reach another replica) and binds it to the browser: the row keeps the hash of a

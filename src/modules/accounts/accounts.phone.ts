@@ -1,5 +1,5 @@
 /**
- * Sign-up, sign-in and password reset by a code sent by SMS (DECISIONS §17, docs/accounts/phone.md).
+ * Sign-up, sign-in and password reset by a code sent by SMS (docs/accounts/phone.md).
  *
  * A code is 6 digits from the CSPRNG, stored as HMAC-SHA256 under SECRET_KEY over purpose, phone
  * and code: a million codes are quick to try against a plain hash, not against a keyed one without
@@ -46,7 +46,7 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
   const { db } = ctx.database;
   const sender = createSmsSender(ctx);
   const throttle = createSendThrottle(ctx);
-  // Wrong codes per phone+address and per address, like password logins (DECISIONS §11): only
+  // Wrong codes per phone+address and per address, like password logins: only
   // failures count, so a stranger's guesses never hold back the owner's own address.
   const limits = { pair: namedLimiter(ctx, 'login'), address: namedLimiter(ctx, 'login_address') };
 

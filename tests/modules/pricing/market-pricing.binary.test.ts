@@ -1,5 +1,5 @@
 /**
- * Market pricing on two `dist/cpd` processes sharing one PostgreSQL database (DECISIONS §16): a
+ * Market pricing on two `dist/cpd` processes sharing one PostgreSQL database (docs/billing.md): a
  * fake upstream reports cached and reasoning tokens; every figure of every metered path (X-Cost,
  * the usage chunk's or answer's cost, the usage row, its ledger entry, GET /api/usage, the CSV and
  * the cost report) equals the formula, with the caller's price group applied; a redemption code

@@ -1,5 +1,5 @@
 /**
- * Market pricing's API (DECISIONS §16): token prices on the catalog, price groups and a user's
+ * Market pricing's API (docs/billing.md): token prices on the catalog, price groups and a user's
  * group, the caller's effective prices, redemption codes and their throttle. The costs these make
  * are checked on the binary (market-pricing.binary.test.ts).
  */
