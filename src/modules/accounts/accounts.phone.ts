@@ -20,7 +20,7 @@ import { checkPassword } from './accounts.admin';
 import { hashPassword } from './accounts.passwords';
 import { createSendThrottle } from './accounts.send-throttle';
 import type { AccountsService, LoginResult, RequestMeta } from './accounts.service';
-import { normalizePhone, phoneSpellings } from './accounts.service';
+import { normalizePhone } from './accounts.service';
 import { phoneCodes, sessions, users } from './accounts.tables';
 import { createSmsSender, SmsError } from './sms';
 
@@ -42,7 +42,7 @@ export function phoneKey(raw: string, site: 'intl' | 'cn'): string {
   throw new AppError('invalid', 'phone must be a number with its country code, like +8613800000000');
 }
 
-export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService, 'signInOrChallenge'>) {
+export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService, 'signInOrChallenge' | 'findByPhone'>) {
   const { db } = ctx.database;
   const sender = createSmsSender(ctx);
   const throttle = createSendThrottle(ctx);
@@ -58,15 +58,6 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
     return sender;
   }
 
-  /**
-   * The account of a number, under the spellings accounts made by a password sign-up or `cpd users
-   * create --phone` may have: E.164, without its +, and a mainland number without +86.
-   */
-  async function findUser(phone: string) {
-    // Two accounts under two spellings of one number: the E.164 one is the number's account.
-    const [row] = await db.select().from(users).where(inArray(users.phone, phoneSpellings(phone))).orderBy(sql`${users.phone} = ${phone} desc`).limit(1);
-    return row ?? null;
-  }
 
   /**
    * Sends a code when it can be used: register always (using it signs the owner in when the number
@@ -88,7 +79,7 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
       'too many codes requested; try again later',
     );
     if (input.purpose !== 'register') {
-      const user = await findUser(phone);
+      const user = await accounts.findByPhone(phone);
       if (!user || user.disabled) return;
     }
 
@@ -179,7 +170,7 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
     requireSms();
     const phone = phoneKey(input.phone, ctx.config.site);
     const purpose = await useCode(phone, ['login', 'register'], input.code.trim(), meta);
-    let user = await findUser(phone);
+    let user = await accounts.findByPhone(phone);
     let created = false;
     if (!user && purpose === 'register') {
       if (ctx.config.registration === 'closed') throw new AppError('forbidden', 'registration is closed on this site');
@@ -190,7 +181,7 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
         .returning();
       created = inserted !== undefined;
       // Lost a race with another registration of the same number: that account is the one.
-      user = inserted ?? (await findUser(phone));
+      user = inserted ?? (await accounts.findByPhone(phone));
     }
     if (!user) throw new AppError('unauthorized', 'the code is wrong or has expired; request a new one');
     if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
@@ -203,7 +194,7 @@ export function createPhoneCodes(ctx: AppContext, accounts: Pick<AccountsService
     const phone = phoneKey(input.phone, ctx.config.site);
     checkPassword(input.password);
     await useCode(phone, ['reset'], input.code.trim(), meta);
-    const user = await findUser(phone);
+    const user = await accounts.findByPhone(phone);
     if (!user) throw new AppError('unauthorized', 'the code is wrong or has expired; request a new one');
     if (user.disabled) throw new AppError('forbidden', 'this account is disabled');
     const passwordHash = await hashPassword(input.password);

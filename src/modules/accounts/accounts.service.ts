@@ -173,8 +173,14 @@ export function createAccountsService(ctx: AppContext) {
       return row ?? null;
     }
     const phone = normalizePhone(id, ctx.config.site);
-    if (!phone) return null;
-    // The number as typed first, then the spellings an older account may have.
+    return phone ? findByPhone(phone) : null;
+  }
+
+  /**
+   * The account of a number, under the spellings an older account may have stored it in (E.164,
+   * without its +, a mainland number without +86); of two such accounts, the one spelled as asked.
+   */
+  async function findByPhone(phone: string) {
     const [row] = await db
       .select()
       .from(users)
@@ -376,6 +382,7 @@ export function createAccountsService(ctx: AppContext) {
     login,
     signInOrChallenge,
     signInProven,
+    findByPhone,
     verifyChallenge,
     me,
     listSessions,
