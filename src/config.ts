@@ -100,6 +100,8 @@ export interface Config extends PlatformConfig {
 export interface ConfiguredBackend {
   url: string;
   apiKey: string | null;
+  /** Set when the URL was written `anthropic+https://…`: a Messages API backend (otherwise OpenAI-compatible). */
+  format?: 'anthropic';
 }
 
 /** Where the engine and router runtimes are, when not the installed `current` version. */
@@ -128,17 +130,25 @@ export const PROVIDER_SITE: Record<PaymentProviderId, Site> = { card: 'intl', ch
 
 const DEFAULT_GATEWAY_MAX_BODY = 4 * 1024 * 1024;
 
-/** `url` or `url#env:VAR`: the backend's API key is read from VAR (never written in MODEL_BACKENDS itself). */
-function configuredBackend(value: string, get: (name: string) => string | undefined): ConfiguredBackend {
+/**
+ * `url` or `url#env:VAR`: the backend's API key is read from VAR (never written in MODEL_BACKENDS
+ * itself). A URL written `anthropic+https://…` is an Anthropic Messages API backend.
+ */
+function configuredBackend(raw: string, get: (name: string) => string | undefined): ConfiguredBackend {
+  const anthropic = raw.startsWith(ANTHROPIC_PREFIX);
+  const value = anthropic ? raw.slice(ANTHROPIC_PREFIX.length) : raw;
+  const format = anthropic ? { format: 'anthropic' as const } : {};
   const at = value.indexOf('#');
-  if (at < 0) return { url: httpUrl('MODEL_BACKENDS', value), apiKey: null };
+  if (at < 0) return { url: httpUrl('MODEL_BACKENDS', value), apiKey: null, ...format };
   const ref = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(value.slice(at + 1));
   // The text after # is not echoed: it may be a key written inline by mistake.
   if (!ref) throw new ConfigError('MODEL_BACKENDS', `what follows # in a backend must be #env:VARIABLE (the variable holding its API key)`);
   const apiKey = get(ref[1]!);
   if (apiKey === undefined) throw new ConfigError('MODEL_BACKENDS', `${ref[1]} (named by #env:) is not set`);
-  return { url: httpUrl('MODEL_BACKENDS', value.slice(0, at)), apiKey };
+  return { url: httpUrl('MODEL_BACKENDS', value.slice(0, at)), apiKey, ...format };
 }
+
+const ANTHROPIC_PREFIX = 'anthropic+';
 
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {

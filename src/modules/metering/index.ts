@@ -7,3 +7,4 @@ export { costOf, estimateCost, minimumCost, completionWithin, requestBound, usdC
 export { routerUsage } from './metering.tables';
 export { countPromptTokens, countTexts, loadTokenizer } from './metering.tokens';
 export { createUsageWriter, type UsageDebitor, type UsageRecord } from './metering.usage';
+export { createMessagesMeter, messageCounts, messageUsageCounts } from './metering.messages';

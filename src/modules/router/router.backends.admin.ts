@@ -14,6 +14,7 @@ import { AppError } from '../../platform/errors';
 import { followChanges, serialReload } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import type { BackendSet } from './router.backends';
+import type { BackendFormat } from './router.upstream';
 import { routerBackends } from './router.tables';
 
 const CHANNEL = 'cpd_router_backends';
@@ -29,6 +30,7 @@ export interface BackendInput {
   api_key?: string | null;
   weight?: number;
   enabled?: boolean;
+  format?: BackendFormat;
 }
 
 /** The URL as stored and compared: parsed, http(s) only, without trailing slashes. */
@@ -64,7 +66,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
             enabled = false;
           }
         }
-        return { model: r.model, url: r.url, apiKey, weight: r.weight, enabled };
+        return { model: r.model, url: r.url, apiKey, weight: r.weight, enabled, format: r.format };
       }),
     );
   });
@@ -81,7 +83,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
       const id = `${b.model} ${url}`;
       if (seen.has(id)) throw new AppError('invalid', `backends[${i}] repeats model "${b.model}" with URL ${url}`);
       seen.add(id);
-      return { model: b.model, url, apiKey: b.api_key, weight, enabled: b.enabled ?? true };
+      return { model: b.model, url, apiKey: b.api_key, weight, enabled: b.enabled ?? true, format: b.format ?? 'openai' };
     });
   }
 
@@ -106,6 +108,7 @@ export function createAdminBackends(ctx: AppContext, backends: BackendSet, route
               apiKeySealed: e.apiKey === undefined ? (stored.get(`${e.model} ${e.url}`) ?? null) : e.apiKey === null ? null : keys().seal(e.apiKey),
               weight: e.weight,
               enabled: e.enabled,
+              format: e.format,
               position,
               updatedAt: now,
             })),

@@ -11,9 +11,12 @@
  */
 import type { Logger } from '../../platform/logger';
 import type { RouterSettings } from '../../config-router';
-import { authorizationOf, isDirect, type Upstream } from './router.upstream';
+import { authorizationOf, type BackendFormat, isDirect, type Upstream } from './router.upstream';
 
 export type BackendSource = 'env' | 'admin' | 'engine';
+
+/** The Messages API version sent to anthropic-format backends when the client names none. */
+export const ANTHROPIC_VERSION = '2023-06-01';
 
 export interface BackendOptions {
   source: BackendSource;
@@ -22,10 +25,13 @@ export interface BackendOptions {
   /** 1..100: the backend's share of its model's traffic relative to the others. */
   weight?: number;
   enabled?: boolean;
+  /** The protocol it speaks (default openai). */
+  format?: BackendFormat;
 }
 
 export interface Backend extends Upstream {
   slug: string;
+  format: BackendFormat;
   source: BackendSource;
   weight: number;
   enabled: boolean;
@@ -43,6 +49,7 @@ export interface BackendView {
   model: string;
   url: string;
   source: BackendSource;
+  format: BackendFormat;
   weight: number;
   enabled: boolean;
   /** Whether an API key is set (the key itself is write-only). */
@@ -59,7 +66,8 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   const bySlug = new Map<string, Backend[]>();
 
   const healthy = (b: Backend) => b.downUntil <= now();
-  const enabledOf = (slug: string) => (bySlug.get(slug) ?? []).filter((b) => b.enabled);
+  /** A model's enabled backends; of one format when `format` is given. */
+  const enabledOf = (slug: string, format?: BackendFormat) => (bySlug.get(slug) ?? []).filter((b) => b.enabled && (format === undefined || b.format === format));
   const all = () => [...bySlug.values()].flat();
 
   function add(backend: Backend) {
@@ -78,6 +86,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       url: url.replace(/\/+$/, ''),
       direct: isDirect(url, settings.ownHttpClient),
       source: opts.source,
+      format: opts.format ?? 'openai',
       apiKey: opts.apiKey ?? null,
       weight: opts.weight ?? 1,
       enabled: opts.enabled ?? true,
@@ -96,16 +105,16 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
    * Replaces every `admin` backend with `entries`. A backend that stays (same model and URL) keeps
    * its health and in-flight count; requests already running on a removed one finish there.
    */
-  function replaceAdmin(entries: Array<{ model: string; url: string; apiKey: string | null; weight: number; enabled: boolean }>) {
+  function replaceAdmin(entries: Array<{ model: string; url: string; apiKey: string | null; weight: number; enabled: boolean; format?: BackendFormat }>) {
     const current = new Map(all().filter((b) => b.source === 'admin').map((b) => [`${b.slug} ${b.url}`, b]));
     for (const e of entries) {
       const kept = current.get(`${e.model} ${e.url}`);
       if (kept) {
         current.delete(`${e.model} ${e.url}`);
         // New credentials deserve a fresh chance: failures under the old key say nothing of the new one.
-        if (kept.apiKey !== e.apiKey) markOk(kept);
-        Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
-      } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
+        if (kept.apiKey !== e.apiKey || kept.format !== (e.format ?? 'openai')) markOk(kept);
+        Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled, format: e.format ?? 'openai' });
+      } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled, format: e.format });
     }
     for (const gone of current.values()) remove(gone);
   }
@@ -125,10 +134,11 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
 
   /**
    * A model's enabled backends in the order to try: healthy ones by fewest in flight per unit of
-   * weight (ties shared by weight), then those in backoff (soonest back first).
+   * weight (ties shared by weight), then those in backoff (soonest back first). Only those of
+   * `format`: a request is sent in one protocol.
    */
-  function candidates(slug: string): Backend[] {
-    const enabled = enabledOf(slug);
+  function candidates(slug: string, format: BackendFormat = 'openai'): Backend[] {
+    const enabled = enabledOf(slug, format);
     if (enabled.length <= 1) return enabled;
     const load = (b: Backend) => b.inflight / b.weight;
     const up = enabled.filter(healthy).sort((a, b) => load(a) - load(b));
@@ -160,7 +170,9 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   async function probe(b: Backend) {
     b.lastProbeAt = now();
     try {
-      const res = await fetch(`${b.url}/models`, { headers: authorizationOf(b), signal: AbortSignal.timeout(settings.connectTimeoutMs) });
+      // Anthropic's model list is under its base URL's /v1, and wants the API version named.
+      const [path, headers] = b.format === 'anthropic' ? ['/v1/models', { 'anthropic-version': ANTHROPIC_VERSION }] : ['/models', {}];
+      const res = await fetch(`${b.url}${path}`, { headers: { ...headers, ...authorizationOf(b) }, signal: AbortSignal.timeout(settings.connectTimeoutMs) });
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`probe answered ${res.status}`);
       markOk(b);
@@ -188,6 +200,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       model: b.slug,
       url: b.url,
       source: b.source,
+      format: b.format,
       weight: b.weight,
       enabled: b.enabled,
       has_api_key: b.apiKey !== null,
@@ -209,11 +222,11 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     probeAll: () => Promise.all(all().filter((b) => b.enabled).map(probe)),
     startProbing,
     list,
-    /** Model slugs with at least one enabled backend. */
-    models: () => [...bySlug.keys()].filter((slug) => enabledOf(slug).length > 0),
-    has: (slug: string) => enabledOf(slug).length > 0,
-    /** Fewest requests in flight among the model's healthy backends (Infinity when none is healthy). */
-    load: (slug: string) => Math.min(...enabledOf(slug).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
+    /** Model slugs with at least one enabled backend (of `format` when given). */
+    models: (format?: BackendFormat) => [...bySlug.keys()].filter((slug) => enabledOf(slug, format).length > 0),
+    has: (slug: string, format?: BackendFormat) => enabledOf(slug, format).length > 0,
+    /** Fewest requests in flight among the model's healthy backends of `format` (Infinity when none is healthy). */
+    load: (slug: string, format?: BackendFormat) => Math.min(...enabledOf(slug, format).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
   };
 }
 

@@ -23,9 +23,10 @@ import { type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
 import { leaseBackend } from './router.lease';
+import { createMessagesPassthrough } from './router.messages';
 import { createRouterMetrics } from './router.metrics';
 import type { Admitted, Candidate, ChatRequest, ChatStream, Metered, Plan, RequestKind, Served } from './router.types';
-import { AttemptError, type AttemptControl, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
+import { AttemptError, type AttemptControl, type BackendFormat, type Upstream, completeOnce, deadlineError, openStreamOnce } from './router.upstream';
 
 export interface RouterDeps {
   /** The price of a model slug for a user (their price group's multiplier applied; none: ×1). */
@@ -76,7 +77,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const estimates: EstimateSettings = { imageTokens: ctx.config.imageTokens, defaultMaxTokens: ctx.config.admissionDefaultMaxTokens };
   const backends = createBackendSet(settings, ctx.log);
   for (const [slug, configured] of Object.entries(ctx.config.modelBackends))
-    for (const { url, apiKey } of configured) backends.register(slug, url, { source: 'env', apiKey });
+    for (const { url, apiKey, format } of configured) backends.register(slug, url, { source: 'env', apiKey, format });
   const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
   // This process's name in the wallet grants table.
   const holder = newId('proc');
@@ -103,7 +104,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     await Promise.all([admission.close(), keyLimits.close()]);
   });
 
-  function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind, userId: string | null): Plan {
+  function plan(body: Record<string, unknown>, bodyBytes: number, kind: RequestKind, userId: string | null, format: BackendFormat): Plan {
     const bound = kind.estimate ? null : requestBound(body, bodyBytes, estimates);
     const estimate = (c: Candidate) => (bound ? estimateCost(c.price, bound) : kind.estimate!(c.price, bodyBytes, body));
     const minimum = (c: Candidate) => (bound ? minimumCost(c.price, bound) : estimate(c));
@@ -117,18 +118,18 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     if (route) {
       const pricedModels = route.models.map(priced).filter((c): c is Candidate => c !== null);
       if (!pricedModels.length) throw new AppError('not_found', `route "${asked}" has no priced model`);
-      candidates = pricedModels.filter((c) => backends.has(c.slug));
+      candidates = pricedModels.filter((c) => backends.has(c.slug, format));
       if (!candidates.length) throw new AppError('unavailable', `no backend serves route "${asked}"`);
       if (route.strategy === 'cheapest') {
         const est = new Map(candidates.map((c) => [c.slug, estimate(c)]));
         candidates.sort((a, b) => (est.get(a.slug)! < est.get(b.slug)! ? -1 : est.get(a.slug)! > est.get(b.slug)! ? 1 : 0));
       } else if (route.strategy === 'least-loaded') {
-        candidates.sort((a, b) => backends.load(a.slug) - backends.load(b.slug));
+        candidates.sort((a, b) => backends.load(a.slug, format) - backends.load(b.slug, format));
       }
     } else {
       const c = priced(asked);
       if (!c) throw new AppError('not_found', `model "${asked}" does not exist or is not available`);
-      if (!backends.has(asked)) throw new AppError('unavailable', `no backend serves model "${asked}"`);
+      if (!backends.has(asked, format)) throw new AppError('unavailable', `no backend serves model "${asked}"`);
       candidates = [c];
     }
     const need: Need = { estimate: 0n, minimum: 0n };
@@ -189,7 +190,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const started = performance.now();
     kind.validate(req.body);
     const key = req.caller ? await keyLimits.allowed(req.caller.keyId, req.body.model as string, req.caller.userId) : null;
-    const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind, req.caller?.userId ?? null);
+    const planned = plan(req.body, req.bodyBytes ?? JSON.stringify(req.body).length, kind, req.caller?.userId ?? null, req.format ?? 'openai');
     const p = req.entrypoint ? { ...planned, entrypoint: req.entrypoint } : planned;
     if (!req.caller) return { req, plan: p, ticket: null, holdMicros: p.need.estimate, started };
     const keyHold = await keyLimits.admit(key, p.need, req.signal);
@@ -237,7 +238,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     // the server closes a connection that has heard nothing (config-router.ts).
     const deadline = { at: a.started + settings.requestTimeoutMs, why: `ROUTER_REQUEST_TIMEOUT (${settings.requestTimeoutMs / 1000}s) ran out` };
     attempts: for (const candidate of a.plan.candidates) {
-      for (const backend of backends.candidates(candidate.slug)) {
+      for (const backend of backends.candidates(candidate.slug, a.req.format ?? 'openai')) {
         if (performance.now() >= deadline.at) {
           last = deadlineError(deadline);
           break attempts;
@@ -440,11 +441,25 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   }
 
   const embeddings = createEmbeddings({ admit, call, commit }, EMBEDDINGS, settings.firstByteTimeoutMs);
+  const messages = createMessagesPassthrough(settings, ctx.log, { admit, call, commit, billed, limitOf: perChoiceLimit, markFailed: backends.markFailed });
+
+  /**
+   * The protocol a Messages API request for `model` (a slug or a route) is served in: passed through
+   * when one of its models has an anthropic-format backend, else translated to chat completions.
+   */
+  function messagesFormat(model: string): BackendFormat {
+    const slugs = settings.routes.get(model)?.models ?? [model];
+    return slugs.some((slug) => backends.has(slug, 'anthropic')) ? 'anthropic' : 'openai';
+  }
 
   return {
     completeChat,
     embed: embeddings.embed,
     openStream,
+    /** Messages API requests passed through to anthropic-format backends (router.messages.ts). */
+    completeMessages: messages.complete,
+    openMessages: messages.open,
+    messagesFormat,
     streamChat,
     listModels,
     /** A priced model slug, or a route with a priced model (what an API key may be limited to). */

@@ -12,6 +12,8 @@ export const routerBackends = pgTable(
     model: text('model').notNull(),
     url: text('url').notNull(),
     apiKeySealed: text('api_key_sealed'),
+    /** The protocol the backend speaks: openai (chat completions) or anthropic (Messages API). */
+    format: text('format', { enum: ['openai', 'anthropic'] }).notNull().default('openai'),
     weight: integer('weight').notNull(),
     enabled: boolean('enabled').notNull(),
     position: integer('position').notNull(),

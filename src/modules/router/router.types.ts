@@ -1,6 +1,7 @@
 /** The router's request types, shared by the service and the embeddings entry point. */
 import type { Chunk, Need, Price, RequestBound, Ticket, UsageCounts, UsageRecord } from '../metering';
 import type { BackendLease } from './router.lease';
+import type { BackendFormat } from './router.upstream';
 
 export interface ChatCaller {
   userId: string;
@@ -20,6 +21,8 @@ export interface ChatRequest {
   entrypoint?: string;
   /** Told the request's usage record once it is made (the captures module reads its id, backend, tokens, cost). */
   onUsage?: (record: UsageRecord) => void;
+  /** The protocol the request is sent in: only backends of this format serve it (default openai). */
+  format?: BackendFormat;
 }
 
 /** An opened stream: headers may be sent; iterate for chunks (the last carries usage and cost). */

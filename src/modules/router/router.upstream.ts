@@ -28,10 +28,18 @@ export class AttemptError extends Error {
   }
 }
 
-/** Where an attempt goes: an OpenAI base URL and the API key it needs, if any. */
+/**
+ * The protocol a backend speaks: `openai` (chat completions under an OpenAI base URL, `…/v1`) or
+ * `anthropic` (the Messages API under an Anthropic base URL, which `/v1/messages` follows).
+ */
+export type BackendFormat = 'openai' | 'anthropic';
+
+/** Where an attempt goes: a base URL in its format and the API key it needs, if any. */
 export interface Upstream {
   url: string;
   apiKey: string | null;
+  /** Default openai. */
+  format?: BackendFormat;
   /** Called over cpd's own HTTP/1.1 client (ROUTER_UPSTREAM_CLIENT=http1, a plain-HTTP URL, no HTTP proxy) rather than fetch. */
   direct?: boolean;
 }
@@ -39,8 +47,9 @@ export interface Upstream {
 /** Whether a backend at `url` is called over cpd's own client: chosen (`ownHttpClient`) and plain HTTP. */
 export const isDirect = (url: string, ownHttpClient: boolean) => ownHttpClient && url.startsWith('http:');
 
-/** The upstream's credential as a header; empty without a key. */
-export const authorizationOf = (upstream: Upstream): Record<string, string> => (upstream.apiKey ? { authorization: `Bearer ${upstream.apiKey}` } : {});
+/** The upstream's credential as a header (Anthropic's own header for its format); empty without a key. */
+export const authorizationOf = (upstream: Upstream): Record<string, string> =>
+  !upstream.apiKey ? {} : upstream.format === 'anthropic' ? { 'x-api-key': upstream.apiKey } : { authorization: `Bearer ${upstream.apiKey}` };
 
 const rawText = new WeakMap<Chunk, string>();
 
@@ -117,8 +126,8 @@ async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
   return new AttemptError('upstream', message, res.status);
 }
 
-function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions') {
-  const init = { headers: { 'content-type': 'application/json', ...authorizationOf(upstream) }, body: payload, signal };
+function post(upstream: Upstream, payload: string, signal: AbortSignal, path = '/chat/completions', headers: Record<string, string> = {}) {
+  const init = { headers: { 'content-type': 'application/json', ...headers, ...authorizationOf(upstream) }, body: payload, signal };
   return (upstream.direct ? http1Post : fetchPost)(`${upstream.url}${path}`, init);
 }
 
@@ -132,10 +141,24 @@ export function embedOnce(upstream: Upstream, payload: string, control: AttemptC
   return jsonOnce(upstream, '/embeddings', payload, control, firstByteTimeoutMs, (d) => Array.isArray(d.data), 'an embeddings list');
 }
 
-async function jsonOnce(upstream: Upstream, path: string, payload: string, control: AttemptControl, firstByteTimeoutMs: number, valid: (data: Chunk) => boolean, what: string): Promise<Chunk> {
+/** A Messages API answer (`type: message`) from an anthropic-format backend; `headers` carry the API version and betas. Throws AttemptError. */
+export function messageOnce(upstream: Upstream, payload: string, headers: Record<string, string>, control: AttemptControl, firstByteTimeoutMs: number): Promise<Chunk> {
+  return jsonOnce(upstream, '/v1/messages', payload, control, firstByteTimeoutMs, (d) => d.type === 'message' && Array.isArray(d.content), 'a message', headers);
+}
+
+async function jsonOnce(
+  upstream: Upstream,
+  path: string,
+  payload: string,
+  control: AttemptControl,
+  firstByteTimeoutMs: number,
+  valid: (data: Chunk) => boolean,
+  what: string,
+  headers: Record<string, string> = {},
+): Promise<Chunk> {
   control.arm(firstByteTimeoutMs, 'upstream answer');
   try {
-    const res = await post(upstream, payload, control.signal, path);
+    const res = await post(upstream, payload, control.signal, path, headers);
     if (!res.ok) throw await errorFromStatus(res);
     const text = await res.text();
     let data: unknown;
@@ -195,6 +218,97 @@ export async function openStreamOnce(upstream: Upstream, payload: string, contro
   } catch (err) {
     control.disarm();
     throw failureOf(err, control);
+  }
+}
+
+/** One event of a Messages API stream: its name and its data as sent (forwarded unchanged). */
+export interface MessageEvent {
+  event: string;
+  data: Chunk;
+  raw: string;
+}
+
+/** Events that carry output: a token reached whoever reads them (`ping` and `message_start` do not). */
+const MESSAGE_OUTPUT = new Set(['content_block_start', 'content_block_delta', 'message_delta', 'error']);
+
+export interface OpenedMessages {
+  head: MessageEvent[];
+  rest: AsyncIterator<MessageEvent>;
+}
+
+/**
+ * Opens a Messages API stream on an anthropic-format backend and reads up to its first event with
+ * output, so that a backend that fails before any can be failed over. Throws AttemptError.
+ */
+export async function openMessagesOnce(
+  upstream: Upstream,
+  payload: string,
+  headers: Record<string, string>,
+  control: AttemptControl,
+  timeouts: { connectMs: number; firstByteMs: number },
+): Promise<OpenedMessages> {
+  control.arm(timeouts.connectMs, 'upstream connect');
+  try {
+    const res = await post(upstream, payload, control.signal, '/v1/messages', headers);
+    if (!res.ok) throw await errorFromStatus(res);
+    if (!(res.header('content-type') ?? '').includes('text/event-stream')) {
+      res.cancel();
+      throw new AttemptError('upstream', 'upstream answered something that is not an event stream');
+    }
+    control.arm(timeouts.firstByteMs, 'upstream first token');
+    const rest = messageEventsOf(res.reader());
+    const head: MessageEvent[] = [];
+    for (;;) {
+      const { value, done } = await rest.next();
+      if (done) throw new AttemptError('upstream', 'upstream stream ended before any token');
+      // An error before any output is a failed attempt: another backend may answer.
+      if (value.event === 'error') throw new AttemptError('upstream', `upstream stream error: ${value.raw}`);
+      head.push(value);
+      if (MESSAGE_OUTPUT.has(value.event)) break;
+    }
+    control.disarm();
+    return { head, rest };
+  } catch (err) {
+    control.disarm();
+    throw failureOf(err, control);
+  }
+}
+
+/** The events of a Messages API stream until `message_stop` or the body's end. */
+async function* messageEventsOf(reader: BodyReader): AsyncGenerator<MessageEvent> {
+  const decoder = new TextDecoder();
+  const pending: Array<{ event?: string; data: string }> = [];
+  const parser = createParser({ onEvent: (e) => pending.push(e) });
+  let finished = false;
+  try {
+    for (;;) {
+      while (pending.length) {
+        const { event, data } = pending.shift()!;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(data);
+        } catch {
+          throw new AttemptError('upstream', 'upstream sent an event that is not JSON');
+        }
+        if (!parsed || typeof parsed !== 'object') throw new AttemptError('upstream', 'upstream sent an event that is not an object');
+        const name = event ?? String((parsed as Chunk).type ?? '');
+        yield { event: name, data: parsed as Chunk, raw: data };
+        if (name === 'message_stop') {
+          finished = true;
+          void finishAfterDone(reader);
+          return;
+        }
+      }
+      const { value, done } = await reader.read();
+      if (done || !value) {
+        parser.feed(`${decoder.decode()}\n\n`);
+        if (!pending.length) return;
+        continue;
+      }
+      parser.feed(decoder.decode(value, { stream: true }));
+    }
+  } finally {
+    if (!finished) reader.cancel().catch(() => {});
   }
 }
 

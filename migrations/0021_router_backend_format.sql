@@ -1,0 +1,1 @@
+ALTER TABLE "router_backends" ADD COLUMN "format" text DEFAULT 'openai' NOT NULL;
