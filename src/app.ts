@@ -10,7 +10,7 @@ import { createAuditService } from './modules/audit';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS, redemptionRoutes } from './modules/billing';
-import { createGatewayService, gatewayCostHeader, gatewayRoutes } from './modules/gateway';
+import { createGatewayService, gatewayEdge, gatewayRoutes } from './modules/gateway';
 import { capturesRoutes, createCapturesService } from './modules/captures';
 import { createRouterService, requestSilenceSeconds, routerRoutes } from './modules/router';
 import { createCostReport, createUsageLog, usageRoutes } from './modules/usage';
@@ -107,8 +107,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
     .use(httpMetricsPlugin(ctx.metrics))
     // Before the error plugin: its 415 answer replaces the parse or validation error of a refused body.
     .use(jsonBodiesOnly(PROVIDER_BODY_PATHS))
+    // Before the error plugin: errors on the Anthropic-compatible routes take Anthropic's shape.
+    .use(gatewayEdge(ctx.log))
     .use(errorPlugin(ctx.log))
-    .use(gatewayCostHeader())
     .use(foreignOriginGuard(publicOrigin))
     .use(gate.plugin)
     .use(htmlSecurityHeaders(ctx.config.publicUrl))

@@ -71,7 +71,7 @@ export interface FakeBehaviour {
    * as a real server sends them once generation has ended (default false).
    */
   trailerAtOnce: boolean;
-  /** Answer with these tool calls (finish_reason 'tool_calls') instead of content (default null). */
+  /** Answer with these tool calls (finish_reason 'tool_calls') instead of content, after the reasoning if any (default null). */
   toolCalls: FakeToolCall[] | null;
   /**
    * Pause until `until` resolves or the client goes away (default null): before the response
@@ -307,7 +307,9 @@ function answerOf(body: Record<string, any>, b: FakeBehaviour, n: number): Answe
   const { max } = asked(body);
   if (b.toolCalls || b.functionCall) {
     const tools = b.toolCalls ? toolCallsOf(b, n) : null;
-    return { reasoning: [], text: [], tools, tokens: tools ? tools.length : 1, finish: b.finishReason ?? (tools ? 'tool_calls' : 'function_call') };
+    // A reasoning model thinks before it calls (DeepSeek, vLLM reasoning parsers): the reasoning comes first.
+    const reasoning = tools ? piecesOf(b.reasoning).slice(0, Math.max(0, max - tools.length)) : [];
+    return { reasoning, text: [], tools, tokens: reasoning.length + (tools ? tools.length : 1), finish: b.finishReason ?? (tools ? 'tool_calls' : 'function_call') };
   }
   const reasoning = piecesOf(b.reasoning).slice(0, max);
   const all = piecesOf(b.refusal ?? b.content);
@@ -321,7 +323,7 @@ function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
   const reasoning = answer.reasoning.length ? { [b.reasoningField]: answer.reasoning.join('') } : {};
   const text = answer.text.join('');
   const message = answer.tools
-    ? { role: 'assistant', content: null, tool_calls: answer.tools }
+    ? { role: 'assistant', content: null, tool_calls: answer.tools, ...reasoning }
     : b.functionCall
       ? { role: 'assistant', content: null, function_call: b.functionCall }
       : b.refusal !== null
@@ -340,7 +342,7 @@ function completion(body: Record<string, any>, b: FakeBehaviour, n: number) {
 
 /** One choice's deltas in order: reasoning pieces, then text (or refusal) pieces, or its calls. */
 function deltasOf(answer: Answer, b: FakeBehaviour): Record<string, unknown>[] {
-  if (answer.tools) return [{ role: 'assistant', content: null }, ...answer.tools.map((t, i) => ({ tool_calls: [{ index: i, ...t }] }))];
+  if (answer.tools) return [{ role: 'assistant', content: null }, ...answer.reasoning.map((p) => ({ [b.reasoningField]: p })), ...answer.tools.map((t, i) => ({ tool_calls: [{ index: i, ...t }] }))];
   if (b.functionCall) return [{ role: 'assistant', content: null, function_call: { name: b.functionCall.name, arguments: '' } }, ...piecesOf(b.functionCall.arguments).map((p) => ({ function_call: { arguments: p } }))];
   const field = b.refusal !== null ? 'refusal' : 'content';
   const deltas = [...answer.reasoning.map((p) => ({ [b.reasoningField]: p })), ...answer.text.map((p) => ({ [field]: p }))];

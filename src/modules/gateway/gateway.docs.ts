@@ -66,3 +66,42 @@ export const replayBody = json(
   },
   { capture_id: 'cap_…' },
 );
+
+const anthropicMessages = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['role', 'content'],
+    properties: {
+      role: { type: 'string', enum: ['user', 'assistant'] },
+      content: { description: 'text, or an array of blocks: text, image, tool_use, tool_result, thinking (sent back with its signature)' },
+    },
+  },
+};
+
+export const messagesBody = json(
+  {
+    type: 'object',
+    required: ['model', 'max_tokens', 'messages'],
+    properties: {
+      model: { type: 'string', description: 'a priced model slug or a route (an operator may name a route after a Claude model)' },
+      max_tokens: { type: 'integer', minimum: 1 },
+      messages: anthropicMessages,
+      system: { description: 'a string or an array of text blocks' },
+      stop_sequences: { type: 'array', items: { type: 'string' } },
+      tools: { type: 'array', items: { type: 'object' }, description: 'custom tools: {name, description, input_schema}' },
+      thinking: { type: 'object', description: '{type: "enabled", budget_tokens}' },
+      stream: { type: 'boolean', description: "Server-Sent Events in Anthropic's event order; message_delta's usage carries the cost" },
+    },
+  },
+  { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'Hello' }] },
+);
+
+export const countTokensBody = json(
+  {
+    type: 'object',
+    required: ['model', 'messages'],
+    properties: { model: { type: 'string' }, messages: anthropicMessages, system: { description: 'a string or an array of text blocks' }, tools: { type: 'array', items: { type: 'object' } } },
+  },
+  { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'Hello' }] },
+);

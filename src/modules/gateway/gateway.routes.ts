@@ -1,23 +1,56 @@
 import { Elysia } from 'elysia';
-import { chatBody, embeddingsBody, replayBody, responsesBody } from './gateway.docs';
+import { chatBody, countTokensBody, embeddingsBody, messagesBody, replayBody, responsesBody } from './gateway.docs';
 import type { authPlugin } from '../../platform/http/auth';
 import { pathOf } from '../../platform/http/credential-gate';
+import { moveContextHeaders } from '../../platform/http/context-headers';
+import { errorResponse } from '../../platform/http/errors';
+import type { Logger } from '../../platform/logger';
 import { holdOpen } from '../../platform/http/listen';
 import { requestIdOf } from '../../platform/http/request-log';
 import type { GatewayService } from './gateway.service';
 
-const GATEWAY_PATHS = new Set(['/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/router/replay']);
+const GATEWAY_PATHS = new Set(['/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/router/replay']);
+
+/** Anthropic's error type for each status its API answers. */
+const ANTHROPIC_ERROR_TYPE: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+};
+
+const isMessagesPath = (path: string) => path === '/v1/messages' || path.startsWith('/v1/messages/');
 
 /**
- * Every gateway response carries X-Cost: refusals and failures cost nothing (the error plugin keeps
- * the header). Set when the request arrives, so the credential gate's 401, answered before any
- * route hook runs, carries it too; mount it before the gate.
+ * What the gateway adds to every answer of its paths, errors included:
+ * - X-Cost: refusals and failures cost nothing (the error plugin keeps the header). Set when the
+ *   request arrives, so the credential gate's 401, answered before any route hook runs, carries it too.
+ * - On the Anthropic-compatible routes, errors in Anthropic's shape, `{"type": "error", "error":
+ *   {"type", "message"}}`, which its clients read (status and message as on every other route).
+ * Mount it before the error plugin (whose onError then runs only for other paths) and the gate.
  */
-export const gatewayCostHeader = () =>
-  new Elysia({ name: 'cpd/gateway-cost' }).onRequest(({ request, set }) => {
-    const path = pathOf(request.url);
-    if (GATEWAY_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)) set.headers['x-cost'] = '0.000000';
-  });
+export const gatewayEdge = (log: Logger) =>
+  new Elysia({ name: 'cpd/gateway-edge' })
+    .onRequest(({ request, set }) => {
+      const path = pathOf(request.url);
+      if (GATEWAY_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)) set.headers['x-cost'] = '0.000000';
+    })
+    .onError({ as: 'global' }, async ({ error, code, set, request }) => {
+      if (!isMessagesPath(pathOf(request.url))) return;
+      const plain = errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);
+      const message = String(((await plain.json().catch(() => ({}))) as { error?: unknown }).error ?? 'error');
+      const status = plain.status;
+      const type = ANTHROPIC_ERROR_TYPE[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+      const response = new Response(JSON.stringify({ type: 'error', error: { type, message } }), { status, headers: plain.headers });
+      set.status = status; // read by the access log
+      moveContextHeaders(response, set.headers);
+      return response;
+    });
 
 /** OpenAI-compatible endpoints; bodies are OpenAI's own, so they are read raw (parse: 'none') and checked by the service. */
 /** silenceSeconds: how long a request may stay silent, waiting for its answer or between a stream's chunks (holdOpen). */
@@ -47,6 +80,20 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       auth: ['key'],
       parse: 'none',
       detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'], requestBody: responsesBody },
+    })
+    .post('/v1/messages', ({ caller, request }) => deps.gateway.messages(caller, request, requestIdOf(request)), {
+      auth: ['key', 'x-api-key'],
+      parse: 'none',
+      detail: {
+        summary: 'Anthropic Messages API, JSON or SSE (key as x-api-key or Bearer); passed through to anthropic-format backends, else served through chat completions; billed like chat; X-Cost header; errors in Anthropic\'s shape',
+        tags: ['gateway'],
+        requestBody: messagesBody,
+      },
+    })
+    .post('/v1/messages/count_tokens', ({ caller, request }) => deps.gateway.countTokens(caller, request), {
+      auth: ['key', 'x-api-key'],
+      parse: 'none',
+      detail: { summary: "Anthropic's token count of a Messages request (cpd's own count, free)", tags: ['gateway'], requestBody: countTokensBody },
     })
     .post('/v1/router/replay', ({ caller, request }) => deps.gateway.replay(caller, request, requestIdOf(request)), {
       auth: ['key', 'session'],

@@ -13,13 +13,15 @@ import { AppError } from '../../platform/errors';
 import type { Caller } from '../../platform/http/auth';
 import { namedLimiter } from '../../platform/http/rate-limit';
 import { microsToDecimal } from '../../platform/money';
-import type { Chunk } from '../metering';
-import { type ChatCaller, type ChatRequest, type ChatStream, type RouterService, rawJsonOf } from '../router';
+import { type Chunk, countPromptTokens } from '../metering';
+import { type ChatCaller, type ChatRequest, type MessagesRequest, type RouterService, rawJsonOf } from '../router';
 import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
+import { type AnthropicEvent, MessageAssembler } from './gateway.messages';
+import { chatBodyOfMessages } from './gateway.messages.request';
 import { type CaptureSink, type RequestCapture, captureFor } from './gateway.capture';
 import { type ReplaySource, replayBody } from './gateway.replay';
 
@@ -81,8 +83,8 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     return new Response(text, { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
   }
 
-  /** An SSE answer: each chunk of the router's stream becomes the frames `frames` makes of it; `end` closes the stream. */
-  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string, capture: RequestCapture | null): Response {
+  /** An SSE answer: each item of the router's stream (chat chunks, or Messages API events) becomes the frames `frames` makes of it; `end` closes the stream. */
+  function sseAnswer<T>(stream: AsyncIterable<T> & { abort(): void; headerCostMicros: bigint }, frames: (item: T) => string, end: string, capture: RequestCapture | null): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
       // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
@@ -98,7 +100,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
             controller.close();
             return;
           }
-          capture?.chunk(value);
+          capture?.chunk(value as Chunk);
           const text = frames(value);
           if (text) return controller.enqueue(encoder.encode(text));
         }
@@ -165,6 +167,63 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     );
   }
 
+  /**
+   * The Anthropic Messages API (POST /v1/messages): passed through to anthropic-format backends,
+   * else translated to chat completions (gateway.messages*.ts); metered and billed like chat.
+   */
+  async function messages(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    const req = await routerRequest(caller, request, requestId);
+    const message = req.body;
+    const chatBody = chatBodyOfMessages(message);
+    if (router.messagesFormat(String(message.model)) === 'anthropic') {
+      const headers = { version: request.headers.get('anthropic-version') ?? undefined, beta: request.headers.get('anthropic-beta') ?? undefined };
+      const passed: MessagesRequest = { ...req, body: chatBody, message, headers };
+      if (message.stream !== true) {
+        const { response, costMicros } = await router.completeMessages(passed);
+        return jsonAnswer(response, costMicros, null);
+      }
+      const stream = await router.openMessages(passed);
+      return sseAnswer(stream, (e) => `event: ${e.event}\ndata: ${e.raw}\n\n`, '', null);
+    }
+    const chatReq = { ...req, body: chatBody };
+    if (message.stream !== true) {
+      const { response, costMicros } = await router.completeChat(chatReq);
+      return jsonAnswer(new MessageAssembler(message, String(response.model ?? message.model)).fromCompletion(response), costMicros, null);
+    }
+    const stream = await router.openStream(chatReq);
+    const assembler = new MessageAssembler(message, stream.model);
+    const sse = (events: AnthropicEvent[]) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+    let started = false;
+    return sseAnswer(
+      stream,
+      (chunk: Chunk) => {
+        const head = started ? '' : sse(assembler.start());
+        started = true;
+        // The router's last chunk carries the usage (and cost) and no choices: it ends the message.
+        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return head + sse(assembler.finish(chunk.usage as Record<string, unknown>));
+        return head + sse(assembler.chunk(chunk));
+      },
+      '',
+      null,
+    );
+  }
+
+  /**
+   * POST /v1/messages/count_tokens: the prompt's tokens by cpd's own count (the same estimate that
+   * bills a request whose backend reports no usage), each image at IMAGE_TOKENS. Free.
+   */
+  async function countTokens(caller: Caller, request: Request): Promise<Response> {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    const { body } = await readBody(request);
+    const chatBody = chatBodyOfMessages(body, true);
+    if (!router.isModel(String(body.model))) throw new AppError('not_found', `model "${String(body.model)}" does not exist or is not available`);
+    let images = 0;
+    for (const m of chatBody.messages as Array<{ content?: unknown }>)
+      if (Array.isArray(m.content)) images += m.content.filter((p) => (p as { type?: unknown }).type === 'image_url').length;
+    const tokens = (await countPromptTokens(chatBody)) + images * ctx.config.imageTokens;
+    return jsonAnswer({ input_tokens: tokens }, 0n, null);
+  }
+
   const chat = async (caller: Caller, request: Request, requestId: string | undefined) => runChat(await routerRequest(caller, request, requestId), null);
   const embeddings = async (caller: Caller, request: Request, requestId: string | undefined) => runEmbeddings(await routerRequest(caller, request, requestId), null);
   const responses = async (caller: Caller, request: Request, requestId: string | undefined) => runResponses(await routerRequest(caller, request, requestId), null);
@@ -186,7 +245,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
   }
 
-  return { chat, embeddings, responses, replay, models, maxBodyBytes: maxBody };
+  return { chat, embeddings, responses, messages, countTokens, replay, models, maxBodyBytes: maxBody };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;

@@ -1,2 +1,2 @@
 export { createGatewayService, type GatewayService } from './gateway.service';
-export { gatewayCostHeader, gatewayRoutes } from './gateway.routes';
+export { gatewayEdge, gatewayRoutes } from './gateway.routes';

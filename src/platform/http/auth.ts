@@ -4,6 +4,8 @@
  *   session: `Authorization: Bearer <session token>` or the `cpd_session` cookie   (S)
  *   query:   `?token=<session token>`, only on link downloads                        (Q)
  *   key:     `Authorization: Bearer bfvk-…`                                          (K)
+ *   x-api-key: with `key`, the key may come as `x-api-key: bfvk-…` instead (Anthropic's header,
+ *            on the Anthropic-compatible routes only)
  *   admin:   a session whose account has the admin role (403 otherwise)
  */
 import { Elysia } from 'elysia';
@@ -11,7 +13,7 @@ import { AppError } from '../errors';
 import { admit, CREDENTIALS_DETAIL, passOf } from './credential-gate';
 import { requireSameOriginForCookie } from './origin';
 
-export type AuthMode = 'session' | 'query' | 'key' | 'admin';
+export type AuthMode = 'session' | 'query' | 'key' | 'x-api-key' | 'admin';
 
 export interface Caller {
   userId: string;
@@ -65,7 +67,7 @@ function queryToken(request: Request): string | null {
 /** Resolves the caller for the given modes, or throws 401/403. Exported for non-Elysia paths. */
 export async function resolveCaller(resolver: CallerResolver, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
   const wantsSession = modes.includes('session') || modes.includes('admin');
-  const token = bearer(request);
+  const token = bearer(request) ?? (modes.includes('x-api-key') ? request.headers.get('x-api-key')?.trim() || null : null);
   let caller: Caller | null = null;
   if (token?.startsWith(API_KEY_PREFIX)) {
     if (modes.includes('key')) caller = await resolver.callerForKey(token);
