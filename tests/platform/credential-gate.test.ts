@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createTestApp, type TestApp } from '../support/app';
 import { makeUser } from '../support/make';
 import { waitFor } from '../support/wait';
+import { isAnthropicError, speaksAnthropic } from '../support/error-shape';
 
 const AGENT_KEY = 'agent-cloud-key-0123456789';
 const DISCARDED_AT_MOST = 64 * 1024;
@@ -63,7 +64,8 @@ describe('credentials are checked before the body is read', () => {
     await waitFor(() => sent.filter((s) => s.answer.status === 0).map((s) => `${s.method} ${s.path}`), 'every route to answer', { until: (waiting) => waiting.length === 0, timeoutMs: 15_000 });
     for (const s of sent) {
       expect({ route: `${s.method} ${s.path}`, status: s.answer.status }).toEqual({ route: `${s.method} ${s.path}`, status: 401 });
-      expect(JSON.parse(s.answer.text)).toEqual({ error: expect.any(String) });
+      if (speaksAnthropic(s.path)) expect(isAnthropicError(JSON.parse(s.answer.text))).toBe(true);
+      else expect(JSON.parse(s.answer.text)).toEqual({ error: expect.any(String) });
       expect(s.sent.bytes).toBeLessThanOrEqual(DISCARDED_AT_MOST);
     }
   });

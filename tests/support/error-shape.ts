@@ -20,3 +20,14 @@ export function expectErrorShape(res: Answer, status: number, error: string | Re
   expect(body.error).toMatch(error);
   expect(res.headers.get('x-request-id')).toMatch(/^[\w.-]{1,64}$/);
 }
+
+/** The Anthropic-compatible routes answer errors in Anthropic's shape instead: {"type": "error", "error": {"type", "message"}}. */
+export const speaksAnthropic = (path: string) => path === '/v1/messages' || path.startsWith('/v1/messages/');
+
+/** True when `body` is exactly Anthropic's error object. */
+export function isAnthropicError(body: unknown): boolean {
+  const b = body as { type?: unknown; error?: { type?: unknown; message?: unknown } } | null;
+  return (
+    !!b && Object.keys(b).join() === 'type,error' && b.type === 'error' && !!b.error && Object.keys(b.error).join() === 'type,message' && typeof b.error.type === 'string' && typeof b.error.message === 'string'
+  );
+}

@@ -5,6 +5,7 @@
  * a 500; every non-2xx body is {"error": "..."}").
  */
 import fc from 'fast-check';
+import { isAnthropicError, speaksAnthropic } from './error-shape';
 
 const HUGE = 'x'.repeat(100_000);
 const GARBAGE_PATH_PARAMS = [
@@ -293,6 +294,7 @@ export function checkResponse(route: Route, input: Input, res: Response, text: s
   }
   // Documented exception: a second invoice request for the same payment answers 409 with the existing invoice.
   if (res.status === 409 && route.path.includes('invoice')) return undefined;
+  if (speaksAnthropic(input.path.split('?')[0]!)) return isAnthropicError(body) ? undefined : "body is not Anthropic's error shape";
   const keys = body && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : [];
   if (keys.length !== 1 || keys[0] !== 'error' || typeof (body as { error: unknown }).error !== 'string')
     return 'body is not exactly {error: string}';

@@ -64,8 +64,10 @@ describe('messages translated to chat completions', () => {
     h.up.reset();
     const u = await fundedUser(h, 1_000_000n);
     const client = anthropicFor(u.key.key);
+    // temperature is not in this SDK's types (newer models refuse it); the API still takes it.
+    const params = { model: SONNET, max_tokens: 100, system: 'be brief', stop_sequences: ['END'], temperature: 0.5, messages: [{ role: 'user' as const, content: 'hi' }] };
     const { data, response } = await client.messages
-      .create({ model: SONNET, max_tokens: 100, system: 'be brief', stop_sequences: ['END'], temperature: 0.5, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'anthropic-beta': 'some-beta-2025-01-01' } })
+      .create(params, { headers: { 'anthropic-beta': 'some-beta-2025-01-01' } })
       .withResponse();
     expect(data).toMatchObject({ type: 'message', role: 'assistant', model: 'm1', content: [{ type: 'text', text: 'Hello from the fake upstream.' }], stop_reason: 'end_turn', stop_sequence: null });
     expect(data.id).toMatch(/^msg_/);
@@ -99,7 +101,7 @@ describe('messages translated to chat completions', () => {
 
     const helper = client.messages.stream({ model: SONNET, max_tokens: 100, messages: [{ role: 'user', content: 'again' }] });
     const final = await helper.finalMessage();
-    expect(final.content).toEqual([{ type: 'text', text: 'one two three' }]);
+    expect(final.content as unknown[]).toEqual([{ type: 'text', text: 'one two three' }]);
     expect(final.usage).toMatchObject({ input_tokens: 10, output_tokens: 3 });
     expect(await u.balance()).toBe(1_000_000n - 26n * PER_TOKEN);
     const rows = await usageRows(u.user.id);
@@ -116,7 +118,7 @@ describe('messages translated to chat completions', () => {
     const client = anthropicFor(u.key.key);
     const body = { model: SONNET, max_tokens: 100, thinking: { type: 'enabled' as const, budget_tokens: 50 }, messages: [{ role: 'user' as const, content: 'hi' }] };
     const json = await client.messages.create(body);
-    expect(json.content).toEqual([
+    expect(json.content as unknown[]).toEqual([
       { type: 'thinking', thinking: 'think think', signature: '' },
       { type: 'text', text: 'answer' },
     ]);
@@ -147,7 +149,7 @@ describe('messages translated to chat completions', () => {
       ...asked,
       messages: [...asked.messages, { role: 'assistant', content: turn1.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: '22°C, sunny' }] }],
     });
-    expect(turn2.content).toEqual([{ type: 'text', text: 'It is sunny.' }]);
+    expect(turn2.content as unknown[]).toEqual([{ type: 'text', text: 'It is sunny.' }]);
     expect(lastChat().body!.messages).toEqual([
       { role: 'user', content: 'weather in Paris?' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
@@ -349,7 +351,7 @@ describe('messages passed through to an anthropic-format backend', () => {
     const u = await fundedUser(h, 100_000_000n);
     const res = await post('/v1/messages', { model: OPUS, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }, { 'x-api-key': u.key.key, 'anthropic-beta': 'no-such-beta' });
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = (await res.json()) as any;
     expect(body.type).toBe('error');
     expect(body.error.type).toBe('invalid_request_error');
     expect(body.error.message).toContain('no-such-beta');
@@ -364,7 +366,7 @@ describe('messages: credentials, limits and errors in Anthropic shape', () => {
   test('401 without a key or with a bad one; the key as Bearer works too', async () => {
     const u = await fundedUser(h, 1_000_000n);
     const body = { model: SONNET, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
-    for (const headers of [{}, { 'x-api-key': 'bfvk-not-a-key' }, { 'x-api-key': 'nonsense' }, { authorization: 'Bearer bfvk-wrong' }]) {
+    for (const headers of <Record<string, string>[]>[{}, { 'x-api-key': 'bfvk-not-a-key' }, { 'x-api-key': 'nonsense' }, { authorization: 'Bearer bfvk-wrong' }]) {
       const res = await post('/v1/messages', body, headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('x-cost')).toBe('0.000000');
@@ -383,7 +385,7 @@ describe('messages: credentials, limits and errors in Anthropic shape', () => {
     const key = { 'x-api-key': u.key.key };
     const shape = async (res: Response, status: number, type: string) => {
       expect(res.status).toBe(status);
-      const body = await res.json();
+      const body = (await res.json()) as any;
       expect(body.type).toBe('error');
       expect(body.error.type).toBe(type);
       expect(typeof body.error.message).toBe('string');
