@@ -362,6 +362,44 @@ describe('messages passed through to an anthropic-format backend', () => {
   });
 });
 
+describe('admin backends of format anthropic', () => {
+  test('PUT /api/admin/router/backends takes format; the listing shows it; Messages requests pass through, chat requests never reach it; the backend is probed on its own API', async () => {
+    const admin = await fundedUser(h, 0n, { admin: true });
+    const put = (backends: unknown) =>
+      fetch(`${h.baseUrl}/api/admin/router/backends`, { method: 'PUT', headers: { authorization: `Bearer ${admin.user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ backends }) });
+    expect((await put([{ model: 'claude-up', url: fa.url, format: 'claude' }])).status).toBe(400);
+    const res = await put([{ model: 'claude-admin', url: fa.url, api_key: ANTHROPIC_KEY, format: 'anthropic' }, { model: 'm1', url: h.up.url }]);
+    expect(res.status).toBe(200);
+    const { backends } = (await res.json()) as { backends: Array<{ model: string; source: string; format: string }> };
+    expect(backends.filter((b) => b.source === 'admin').map((b) => [b.model, b.format]).sort()).toEqual([
+      ['claude-admin', 'anthropic'],
+      ['m1', 'openai'],
+    ]);
+    expect(backends.filter((b) => b.source === 'env').map((b) => [b.model, b.format])).toContainEqual(['claude-up', 'anthropic']);
+    await h.t.services.pricing.setModelPrices([
+      { slug: 'm1', unit: 'per_million_tokens', price: 1000 },
+      { slug: 'cut', unit: 'per_million_tokens', price: 1000 },
+      { slug: 'pr', unit: 'per_request', price: 0.1 },
+      { slug: 'claude-up', unit: 'per_million_tokens', price: 1000, input_price: 1000, output_price: 5000, cached_input_price: 100 },
+      { slug: 'claude-admin', unit: 'per_million_tokens', price: 1000 },
+    ]);
+    fa.reset();
+    const u = await fundedUser(h, 10_000_000n);
+    const answer = await anthropicFor(u.key.key).messages.create({ model: 'claude-admin', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    expect(answer.content as unknown[]).toEqual([{ type: 'text', text: 'Hello from the fake Anthropic.' }]);
+    expect(lastMessages().headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    // Chat completions are not a Messages API backend's protocol: no backend serves the model for chat.
+    const chat = await post('/v1/chat/completions', { model: 'claude-admin', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${u.key.key}` });
+    expect(chat.status).toBe(503);
+    expect(fa.requests.some((r) => r.path.includes('chat'))).toBe(false);
+    fa.reset();
+    await h.t.services.router.probeBackends();
+    expect(fa.requests.filter((r) => r.path === '/v1/models').map((r) => [r.headers['x-api-key'], r.headers['anthropic-version']])).toContainEqual([ANTHROPIC_KEY, '2023-06-01']);
+    expect(h.t.services.router.listBackends().filter((b) => b.format === 'anthropic').every((b) => b.healthy)).toBe(true);
+    expect((await put([])).status).toBe(200);
+  });
+});
+
 describe('messages: credentials, limits and errors in Anthropic shape', () => {
   test('401 without a key or with a bad one; the key as Bearer works too', async () => {
     const u = await fundedUser(h, 1_000_000n);
