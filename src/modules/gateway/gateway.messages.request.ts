@@ -4,6 +4,11 @@
  * what admission reads (prompt and completion bounds, the key's models). Thinking blocks a client
  * sends back have no place in chat (DeepSeek refuses reasoning in its input): they are left out of
  * the translation, never refused, and passed through untouched to anthropic-format backends.
+ *
+ * For a pass-through the translation is `lenient`: what chat cannot express (server tools,
+ * documents, blocks newer than this code) is the anthropic backend's to judge, so a block is kept
+ * as its JSON text (which the prompt bound counts) and a tool or tool_choice without a chat form is
+ * left out, instead of refusing the request.
  */
 import { AppError } from '../../platform/errors';
 
@@ -48,14 +53,16 @@ function toolResultText(content: unknown, where: string): string {
 /** Blocks that carry no meaning for a chat backend and are left out of the translation. */
 const LEFT_OUT = new Set(['thinking', 'redacted_thinking']);
 
+/** A block a lenient translation keeps as text: its JSON. */
+const asText = (block: unknown): Json => ({ type: 'text', text: JSON.stringify(block) });
+
 /** One user message → chat messages: its tool results first (each a `tool` message, as chat wants them right after the calls), then its text and images. */
-function userMessages(content: unknown, where: string): Json[] {
+function userMessages(content: unknown, where: string, lenient: boolean): Json[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   if (!Array.isArray(content)) throw invalid(`${where}.content must be a string or an array of content blocks`);
   const tools: Json[] = [];
   const parts: Json[] = [];
-  content.forEach((block, i) => {
-    const at = `${where}.content[${i}]`;
+  const convert = (block: unknown, at: string) => {
     if (!isObject(block)) throw invalid(`${at} must be an object`);
     switch (block.type) {
       case 'text':
@@ -74,23 +81,38 @@ function userMessages(content: unknown, where: string): Json[] {
         if (LEFT_OUT.has(block.type as string)) return;
         throw invalid(`${at}.type ${JSON.stringify(block.type)} is not supported by this model's backend (text, image, tool_result)`);
     }
+  };
+  content.forEach((block, i) => {
+    try {
+      convert(block, `${where}.content[${i}]`);
+    } catch (err) {
+      if (!lenient) throw err;
+      parts.push(asText(block));
+    }
   });
   return parts.length ? [...tools, { role: 'user', content: parts }] : tools;
 }
 
-function assistantMessage(content: unknown, where: string): Json | null {
+function assistantMessage(content: unknown, where: string, lenient: boolean): Json | null {
   if (typeof content === 'string') return { role: 'assistant', content };
   if (!Array.isArray(content)) throw invalid(`${where}.content must be a string or an array of content blocks`);
   let text = '';
   const calls: Json[] = [];
-  content.forEach((block, i) => {
-    const at = `${where}.content[${i}]`;
+  const convert = (block: unknown, at: string) => {
     if (!isObject(block)) throw invalid(`${at} must be an object`);
     if (block.type === 'text') text += textOf(block, at);
     else if (block.type === 'tool_use') {
       if (typeof block.id !== 'string' || typeof block.name !== 'string') throw invalid(`${at}: a tool_use needs id and name (strings)`);
       calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
     } else if (!LEFT_OUT.has(block.type as string)) throw invalid(`${at}.type ${JSON.stringify(block.type)} is not supported in an assistant message (text, tool_use, thinking)`);
+  };
+  content.forEach((block, i) => {
+    try {
+      convert(block, `${where}.content[${i}]`);
+    } catch (err) {
+      if (!lenient) throw err;
+      text += JSON.stringify(block);
+    }
   });
   if (!text && !calls.length) return null;
   return { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) };
@@ -108,15 +130,24 @@ function systemText(system: unknown): string | null {
     .join('\n');
 }
 
-function toolsOf(tools: unknown): Json[] | undefined {
+function toolOf(t: unknown, i: number): Json {
+  if (!isObject(t)) throw invalid(`tools[${i}] must be an object`);
+  if (t.type !== undefined && t.type !== null && t.type !== 'custom') throw invalid(`tools[${i}]: server tools (${String(t.type)}) are not supported by this model's backend; only custom tools`);
+  if (typeof t.name !== 'string' || t.name === '') throw invalid(`tools[${i}].name must be a non-empty string`);
+  if (!isObject(t.input_schema)) throw invalid(`tools[${i}].input_schema must be an object`);
+  return { type: 'function', function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: t.input_schema } };
+}
+
+function toolsOf(tools: unknown, lenient: boolean): Json[] | undefined {
   if (tools === undefined) return undefined;
   if (!Array.isArray(tools)) throw invalid('tools must be an array');
-  return tools.map((t, i) => {
-    if (!isObject(t)) throw invalid(`tools[${i}] must be an object`);
-    if (t.type !== undefined && t.type !== null && t.type !== 'custom') throw invalid(`tools[${i}]: server tools (${String(t.type)}) are not supported by this model's backend; only custom tools`);
-    if (typeof t.name !== 'string' || t.name === '') throw invalid(`tools[${i}].name must be a non-empty string`);
-    if (!isObject(t.input_schema)) throw invalid(`tools[${i}].input_schema must be an object`);
-    return { type: 'function', function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: t.input_schema } };
+  if (!lenient) return tools.map(toolOf);
+  return tools.flatMap((t, i) => {
+    try {
+      return [toolOf(t, i)];
+    } catch {
+      return [];
+    }
   });
 }
 
@@ -161,19 +192,20 @@ function checkBody(body: Json, countOnly: boolean) {
 
 /**
  * The chat completions body for a Messages body; throws AppError('invalid') for what is malformed or
- * has no chat equivalent. `countOnly`: a count_tokens body (no max_tokens).
+ * (unless `lenient`) has no chat equivalent. `countOnly`: a count_tokens body (no max_tokens).
  */
-export function chatBodyOfMessages(body: Json, countOnly = false): Json {
-  checkBody(body, countOnly);
+export function chatBodyOfMessages(body: Json, opts: { countOnly?: boolean; lenient?: boolean } = {}): Json {
+  const lenient = opts.lenient === true;
+  checkBody(body, opts.countOnly === true);
   const messages: Json[] = [];
   const system = systemText(body.system);
   if (system !== null) messages.push({ role: 'system', content: system });
   (body.messages as unknown[]).forEach((m, i) => {
     const where = `messages[${i}]`;
     if (!isObject(m)) throw invalid(`${where} must be an object`);
-    if (m.role === 'user') messages.push(...userMessages(m.content, where));
+    if (m.role === 'user') messages.push(...userMessages(m.content, where, lenient));
     else if (m.role === 'assistant') {
-      const message = assistantMessage(m.content, where);
+      const message = assistantMessage(m.content, where, lenient);
       if (message) messages.push(message);
     } else throw invalid(`${where}.role must be user or assistant`);
   });
@@ -182,8 +214,8 @@ export function chatBodyOfMessages(body: Json, countOnly = false): Json {
   const chat: Json = {
     model: body.model,
     messages,
-    tools: toolsOf(body.tools),
-    ...toolChoiceOf(body.tool_choice),
+    tools: toolsOf(body.tools, lenient),
+    ...(lenient ? {} : toolChoiceOf(body.tool_choice)),
     max_tokens: body.max_tokens,
     stop: stops?.length ? stops : undefined,
     temperature: optionalNumber(body, 'temperature'),

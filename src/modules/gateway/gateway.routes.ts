@@ -41,7 +41,8 @@ export const gatewayEdge = (log: Logger) =>
       if (GATEWAY_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)) set.headers['x-cost'] = '0.000000';
     })
     .onError({ as: 'global' }, async ({ error, code, set, request }) => {
-      if (!isMessagesPath(pathOf(request.url))) return;
+      // A client gone before its answer is the error plugin's (499, logged as such): no one reads the shape.
+      if (!isMessagesPath(pathOf(request.url)) || request.signal.aborted) return;
       const plain = errorResponse(error, code, log, set.headers['x-request-id'] as string | undefined);
       const message = String(((await plain.json().catch(() => ({}))) as { error?: unknown }).error ?? 'error');
       const status = plain.status;

@@ -174,8 +174,9 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   async function messages(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
     const req = await routerRequest(caller, request, requestId);
     const message = req.body;
-    const chatBody = chatBodyOfMessages(message);
-    if (router.messagesFormat(String(message.model)) === 'anthropic') {
+    const passThrough = typeof message.model === 'string' && router.messagesFormat(message.model) === 'anthropic';
+    const chatBody = chatBodyOfMessages(message, { lenient: passThrough });
+    if (passThrough) {
       const headers = { version: request.headers.get('anthropic-version') ?? undefined, beta: request.headers.get('anthropic-beta') ?? undefined };
       const passed: MessagesRequest = { ...req, body: chatBody, message, headers };
       if (message.stream !== true) {
@@ -215,7 +216,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   async function countTokens(caller: Caller, request: Request): Promise<Response> {
     limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
     const { body } = await readBody(request);
-    const chatBody = chatBodyOfMessages(body, true);
+    const chatBody = chatBodyOfMessages(body, { countOnly: true, lenient: true });
     if (!router.isModel(String(body.model))) throw new AppError('not_found', `model "${String(body.model)}" does not exist or is not available`);
     let images = 0;
     for (const m of chatBody.messages as Array<{ content?: unknown }>)

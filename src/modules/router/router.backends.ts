@@ -1,5 +1,6 @@
 /**
- * The backend set: upstream OpenAI base URLs per model slug, from MODEL_BACKENDS (`env`), the
+ * The backend set: upstream base URLs per model slug, each speaking one format (OpenAI chat
+ * completions, or Anthropic's Messages API), from MODEL_BACKENDS (`env`), the
  * admin-managed set (`admin`, replaced as a whole by replaceAdmin) and registerBackend (`engine`:
  * the runtime supervisor's engines). Health is passive (a failed request takes the backend out for
  * a backoff window that doubles per consecutive failure) and active (a periodic GET {url}/models;

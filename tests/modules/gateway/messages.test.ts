@@ -229,7 +229,17 @@ describe('messages passed through to an anthropic-format backend', () => {
       model: OPUS,
       max_tokens: 300,
       system: [{ type: 'text' as const, text: 'long cached system', cache_control: { type: 'ephemeral' as const } }],
-      messages: [{ role: 'user' as const, content: 'salut' }],
+      // What chat cannot express is the anthropic backend's to judge: a server tool, a document.
+      tools: [weather, { type: 'web_search_20250305' as const, name: 'web_search' as const, max_uses: 1 }],
+      messages: [
+        {
+          role: 'user' as const,
+          content: [
+            { type: 'document' as const, source: { type: 'text' as const, media_type: 'text/plain' as const, data: 'a document' } },
+            { type: 'text' as const, text: 'salut' },
+          ],
+        },
+      ],
       metadata: { user_id: 'u-1' },
     };
     const { data, response } = await client.messages.create(asked).withResponse();
