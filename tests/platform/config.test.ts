@@ -70,6 +70,18 @@ describe('loadConfig', () => {
     });
   });
 
+  test('MODEL_BACKENDS marks an Anthropic Messages API backend by anthropic+ before its URL', () => {
+    const c = loadConfig({ MODEL_BACKENDS: 'c=anthropic+https://api.anthropic.com#env:ANT_KEY,c=anthropic+http://h:1,d=http://h/v1', ANT_KEY: 'sk-ant' });
+    expect(c.modelBackends).toEqual({
+      c: [
+        { url: 'https://api.anthropic.com', apiKey: 'sk-ant', format: 'anthropic' },
+        { url: 'http://h:1', apiKey: null, format: 'anthropic' },
+      ],
+      d: [{ url: 'http://h/v1', apiKey: null }],
+    });
+    expect(() => loadConfig({ MODEL_BACKENDS: 'c=anthropic+ftp://h' })).toThrow('MODEL_BACKENDS');
+  });
+
   test('MODEL_BACKENDS reads a backend key from the variable named by #env:', () => {
     const c = loadConfig({ MODEL_BACKENDS: 'a=https://api.example.com/v1#env:A_KEY,b=http://h/v1', A_KEY: 'sk-secret' });
     expect(c.modelBackends).toEqual({ a: [{ url: 'https://api.example.com/v1', apiKey: 'sk-secret' }], b: [{ url: 'http://h/v1', apiKey: null }] });
