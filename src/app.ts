@@ -128,6 +128,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
             securitySchemes: {
               bearer: { type: 'http', scheme: 'bearer', description: 'an API key (bfvk-…) or the token of POST /api/auth/login' },
               session: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: "the console's session cookie" },
+              apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key', description: "an API key (bfvk-…) in Anthropic's header, on /v1/messages" },
             },
           },
         },

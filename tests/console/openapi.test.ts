@@ -25,6 +25,8 @@ describe('/api/docs/json', () => {
   test('declares a bearer and a cookie security scheme', () => {
     expect(spec.components?.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(spec.components?.securitySchemes?.session).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'cpd_session' });
+    expect(spec.components?.securitySchemes?.apiKeyHeader).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
+    expect(spec.paths['/v1/messages']?.post?.security).toEqual([{ bearer: [] }, { apiKeyHeader: [] }]);
   });
 
   test('every operation has a summary', () => {
@@ -38,7 +40,7 @@ describe('/api/docs/json', () => {
   });
 
   test('the /v1 request bodies are described, with an example', () => {
-    for (const name of ['/v1/chat/completions', '/v1/embeddings', '/v1/responses']) {
+    for (const name of ['/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens']) {
       const body = spec.paths[name]?.post?.requestBody?.content?.['application/json'];
       expect(body?.schema, name).toBeDefined();
       expect(body?.example, name).toBeDefined();

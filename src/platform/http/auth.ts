@@ -98,7 +98,11 @@ export async function resolveCaller(resolver: CallerResolver, request: Request, 
  * request must also come from PUBLIC_URL's origin (platform/http/origin.ts).
  */
 /** The OpenAPI security schemes (declared in app.ts) a route's modes accept: a bearer token always, the session cookie for console routes. */
-const securityOf = (modes: readonly AuthMode[]) => [{ bearer: [] }, ...(modes.includes('session') || modes.includes('admin') ? [{ session: [] }] : [])];
+const securityOf = (modes: readonly AuthMode[]) => [
+  { bearer: [] },
+  ...(modes.includes('session') || modes.includes('admin') ? [{ session: [] }] : []),
+  ...(modes.includes('x-api-key') ? [{ apiKeyHeader: [] }] : []),
+];
 
 export const authPlugin = (resolver: CallerResolver, publicOrigin: string) =>
   new Elysia({ name: 'cpd/auth' }).macro({
