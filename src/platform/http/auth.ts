@@ -40,6 +40,17 @@ function bearer(request: Request): string | null {
   return m ? m[1]! : null;
 }
 
+/**
+ * On routes that also take Anthropic's header: the API key from whichever header holds one (a
+ * client may send both, `ANTHROPIC_AUTH_TOKEN` and `ANTHROPIC_API_KEY` each set), else the bearer.
+ */
+function keyOfEither(request: Request): string | null {
+  const fromBearer = bearer(request);
+  const fromHeader = request.headers.get('x-api-key')?.trim() || null;
+  if (fromBearer?.startsWith(API_KEY_PREFIX) || !fromHeader) return fromBearer;
+  return fromHeader;
+}
+
 function cookieValue(request: Request, name: string): string | null {
   const header = request.headers.get('cookie');
   if (!header) return null;
@@ -67,7 +78,7 @@ function queryToken(request: Request): string | null {
 /** Resolves the caller for the given modes, or throws 401/403. Exported for non-Elysia paths. */
 export async function resolveCaller(resolver: CallerResolver, request: Request, modes: readonly AuthMode[]): Promise<Caller> {
   const wantsSession = modes.includes('session') || modes.includes('admin');
-  const token = bearer(request) ?? (modes.includes('x-api-key') ? request.headers.get('x-api-key')?.trim() || null : null);
+  const token = modes.includes('x-api-key') ? keyOfEither(request) : bearer(request);
   let caller: Caller | null = null;
   if (token?.startsWith(API_KEY_PREFIX)) {
     if (modes.includes('key')) caller = await resolver.callerForKey(token);

@@ -424,6 +424,8 @@ describe('messages: credentials, limits and errors in Anthropic shape', () => {
     expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
     const bearer = new Anthropic({ baseURL: h.baseUrl, authToken: u.key.key, apiKey: null, maxRetries: 0 });
     expect((await bearer.messages.create({ model: SONNET, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })).type).toBe('message');
+    // Both headers (ANTHROPIC_AUTH_TOKEN and ANTHROPIC_API_KEY both set): the one holding a key counts.
+    expect((await post('/v1/messages', body, { authorization: 'Bearer something-else', 'x-api-key': u.key.key })).status).toBe(200);
     // x-api-key is Anthropic's header: the OpenAI-compatible routes keep to Bearer.
     expect((await post('/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': u.key.key })).status).toBe(401);
   });
