@@ -18,7 +18,7 @@ const Capture = t.Object({
   expires_at: t.String(),
   user_id: t.String(),
   key_id: t.Nullable(t.String()),
-  endpoint: t.String({ description: 'chat, embeddings or responses' }),
+  endpoint: t.String({ description: 'chat, embeddings, responses or messages' }),
   entrypoint: t.String({ description: 'what the caller asked for; `replay` for a replay' }),
   model: t.String({ description: 'the model that served' }),
   status: t.Integer(),

@@ -10,7 +10,7 @@ export const captures = pgTable(
     id: text('id').primaryKey(),
     userId: text('user_id').notNull(),
     keyId: text('key_id'),
-    /** chat | embeddings | responses: the endpoint the request came to (a replay answers in its shape). */
+    /** chat | embeddings | responses | messages: the endpoint the request came to (a replay answers in its shape). */
     endpoint: text('endpoint').notNull(),
     /** What the caller asked for (`replay` for a replay), and the model that served it. */
     entrypoint: text('entrypoint').notNull(),

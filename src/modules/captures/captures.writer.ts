@@ -20,7 +20,7 @@ export interface CaptureRecord {
   id: string;
   userId: string;
   keyId: string | null;
-  endpoint: 'chat' | 'embeddings' | 'responses';
+  endpoint: 'chat' | 'embeddings' | 'responses' | 'messages';
   entrypoint: string;
   model: string;
   status: number;

@@ -179,3 +179,19 @@ export class MessageAssembler {
     ];
   }
 }
+
+/**
+ * What a capture keeps of a passed-through stream's event, in the chat chunk shape captures read
+ * (text, tool calls, finish reason, usage); null for events that add nothing to it.
+ */
+export function captureChunkOf(event: string, data: Chunk): Chunk | null {
+  const delta = (data.delta ?? {}) as Json;
+  const index = Number(data.index ?? 0);
+  const chunk = (d: Json, extra: Json = {}) => ({ choices: [{ index: 0, delta: d, ...extra }] });
+  if (event === 'content_block_delta' && typeof delta.text === 'string') return chunk({ content: delta.text });
+  if (event === 'content_block_delta' && typeof delta.partial_json === 'string') return chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
+  const block = data.content_block as Json | undefined;
+  if (event === 'content_block_start' && block?.type === 'tool_use') return chunk({ tool_calls: [{ index, id: block.id, function: { name: block.name } }] });
+  if (event === 'message_delta') return { ...chunk({}, { finish_reason: delta.stop_reason ?? null }), usage: data.usage };
+  return null;
+}

@@ -20,13 +20,13 @@ import { JSON_TYPE } from '../../platform/http/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
 import { chatBodyOf } from './gateway.responses.request';
-import { type AnthropicEvent, MessageAssembler } from './gateway.messages';
+import { type AnthropicEvent, captureChunkOf, MessageAssembler } from './gateway.messages';
 import { chatBodyOfMessages } from './gateway.messages.request';
 import { type CaptureSink, type RequestCapture, captureFor } from './gateway.capture';
 import { type ReplaySource, replayBody } from './gateway.replay';
 
 type RouterRequest = ChatRequest & { caller: ChatCaller };
-type Endpoint = 'chat' | 'embeddings' | 'responses';
+type Endpoint = 'chat' | 'embeddings' | 'responses' | 'messages';
 
 /** captures: the captures module (absent: nothing is captured and replay is not offered). */
 export function createGatewayService(ctx: AppContext, router: RouterService, captures?: CaptureSink & ReplaySource) {
@@ -83,8 +83,18 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     return new Response(text, { headers: { 'content-type': JSON_TYPE, 'x-cost': microsToDecimal(costMicros), 'x-cost-final': 'true' } });
   }
 
-  /** An SSE answer: each item of the router's stream (chat chunks, or Messages API events) becomes the frames `frames` makes of it; `end` closes the stream. */
-  function sseAnswer<T>(stream: AsyncIterable<T> & { abort(): void; headerCostMicros: bigint }, frames: (item: T) => string, end: string, capture: RequestCapture | null): Response {
+  /**
+   * An SSE answer: each item of the router's stream (chat chunks, or Messages API events) becomes
+   * the frames `frames` makes of it; `end` closes the stream. A capture is told each item as a chat
+   * chunk (`captured` makes one of an item that is not).
+   */
+  function sseAnswer<T>(
+    stream: AsyncIterable<T> & { abort(): void; headerCostMicros: bigint },
+    frames: (item: T) => string,
+    end: string,
+    capture: RequestCapture | null,
+    captured: (item: T) => Chunk | null = (item) => item as Chunk,
+  ): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
       // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
@@ -100,7 +110,8 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
             controller.close();
             return;
           }
-          capture?.chunk(value as Chunk);
+          const kept = capture ? captured(value) : null;
+          if (kept) capture?.chunk(kept);
           const text = frames(value);
           if (text) return controller.enqueue(encoder.encode(text));
         }
@@ -170,26 +181,28 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   /**
    * The Anthropic Messages API (POST /v1/messages): passed through to anthropic-format backends,
    * else translated to chat completions (gateway.messages*.ts); metered and billed like chat.
+   * `headers`: the client's anthropic-version and anthropic-beta (a replay has none).
    */
-  async function messages(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
-    const req = await routerRequest(caller, request, requestId);
+  const runMessages = (req: RouterRequest, replayOf: string | null, headers: MessagesRequest['headers'] = {}) =>
+    serve('messages', req, replayOf, (req, capture) => messagesAnswer(req, headers, capture));
+
+  async function messagesAnswer(req: RouterRequest, headers: MessagesRequest['headers'], capture: RequestCapture | null): Promise<Response> {
     const message = req.body;
     const passThrough = typeof message.model === 'string' && router.messagesFormat(message.model) === 'anthropic';
     const chatBody = chatBodyOfMessages(message, { lenient: passThrough });
     if (passThrough) {
-      const headers = { version: request.headers.get('anthropic-version') ?? undefined, beta: request.headers.get('anthropic-beta') ?? undefined };
       const passed: MessagesRequest = { ...req, body: chatBody, message, headers };
       if (message.stream !== true) {
         const { response, costMicros } = await router.completeMessages(passed);
-        return jsonAnswer(response, costMicros, null);
+        return jsonAnswer(response, costMicros, capture);
       }
       const stream = await router.openMessages(passed);
-      return sseAnswer(stream, (e) => `event: ${e.event}\ndata: ${e.raw}\n\n`, '', null);
+      return sseAnswer(stream, (e) => `event: ${e.event}\ndata: ${e.raw}\n\n`, '', capture, (e) => captureChunkOf(e.event, e.data));
     }
     const chatReq = { ...req, body: chatBody };
     if (message.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
-      return jsonAnswer(new MessageAssembler(message, String(response.model ?? message.model)).fromCompletion(response), costMicros, null);
+      return jsonAnswer(new MessageAssembler(message, String(response.model ?? message.model)).fromCompletion(response), costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
     const assembler = new MessageAssembler(message, stream.model);
@@ -205,8 +218,13 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
         return head + sse(assembler.chunk(chunk));
       },
       '',
-      null,
+      capture,
     );
+  }
+
+  async function messages(caller: Caller, request: Request, requestId: string | undefined): Promise<Response> {
+    const headers = { version: request.headers.get('anthropic-version') ?? undefined, beta: request.headers.get('anthropic-beta') ?? undefined };
+    return runMessages(await routerRequest(caller, request, requestId), null, headers);
   }
 
   /**
@@ -228,7 +246,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   const chat = async (caller: Caller, request: Request, requestId: string | undefined) => runChat(await routerRequest(caller, request, requestId), null);
   const embeddings = async (caller: Caller, request: Request, requestId: string | undefined) => runEmbeddings(await routerRequest(caller, request, requestId), null);
   const responses = async (caller: Caller, request: Request, requestId: string | undefined) => runResponses(await routerRequest(caller, request, requestId), null);
-  const RUN: Record<Endpoint, (req: RouterRequest, replayOf: string) => Promise<Response>> = { chat: runChat, embeddings: runEmbeddings, responses: runResponses };
+  const RUN: Record<Endpoint, (req: RouterRequest, replayOf: string) => Promise<Response>> = { chat: runChat, embeddings: runEmbeddings, responses: runResponses, messages: runMessages };
 
   /**
    * POST /v1/router/replay: runs a capture's request again through the same path as any request

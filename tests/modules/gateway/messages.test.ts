@@ -410,6 +410,40 @@ describe('admin backends of format anthropic', () => {
   });
 });
 
+describe('captured Messages requests', () => {
+  test('a capturing key keeps /v1/messages requests and answers (translated JSON, passed-through stream); a replay answers in the Messages shape', async () => {
+    h.up.reset();
+    fa.reset();
+    fa.set({ text: 'captured words here' });
+    const u = await fundedUser(h, 100_000_000n);
+    const made = await h.t.request<{ key: string; id: string }>('POST', '/api/api-keys', { token: u.user.token, body: { name: 'captured', capture: true } });
+    const client = anthropicFor(made.body.key);
+    await client.messages.create({ model: SONNET, max_tokens: 20, messages: [{ role: 'user', content: 'keep me' }] });
+    for await (const _ of await client.messages.create({ model: OPUS, max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'stream me' }] })) void _;
+    await h.t.services.router.flushUsage();
+    await h.t.services.captures.flush();
+    const rows = await h.t.ctx.database.query<Record<string, any>>(sql`select * from captures where user_id = ${u.user.id} order by created_at, id`);
+    expect(rows.map((r) => [r.endpoint, r.streamed, r.entrypoint, r.model])).toEqual([
+      ['messages', false, SONNET, 'm1'],
+      ['messages', true, OPUS, 'claude-up'],
+    ]);
+    const detail = (id: string) => h.t.request<Record<string, any>>('GET', `/api/captures/${id}`, { token: u.user.token });
+    const json = (await detail(rows[0]!.id)).body;
+    expect(json.request).toEqual({ model: SONNET, max_tokens: 20, messages: [{ role: 'user', content: 'keep me' }] });
+    expect(json.response).toMatchObject({ type: 'message', content: [{ type: 'text', text: 'Hello from the fake upstream.' }] });
+    const streamed = (await detail(rows[1]!.id)).body;
+    expect(streamed.response).toMatchObject({ text: 'captured words here', finish_reason: 'end_turn', usage: { output_tokens: 3 } });
+
+    const replayed = await fetch(`${h.baseUrl}/v1/router/replay`, { method: 'POST', headers: { authorization: `Bearer ${made.body.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ capture_id: rows[1]!.id }) });
+    expect(replayed.status).toBe(200);
+    expect(replayed.headers.get('x-replay-of')).toBe(rows[1]!.id);
+    const text = await replayed.text();
+    expect([...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]).at(-1)).toBe('message_stop');
+    // A replay names no API version: the anthropic backend gets the default.
+    expect(lastMessages().headers['anthropic-version']).toBe('2023-06-01');
+  });
+});
+
 describe('messages: credentials, limits and errors in Anthropic shape', () => {
   test('401 without a key or with a bad one; the key as Bearer works too', async () => {
     const u = await fundedUser(h, 1_000_000n);
