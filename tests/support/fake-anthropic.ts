@@ -11,7 +11,8 @@
  *                                    (stop_reason and cumulative usage), message_stop
  *
  * Like Anthropic it wants `x-api-key` (when `apiKey` is given) and `anthropic-version`; refuses an
- * `anthropic-beta` flag it does not know (400); and checks thinking blocks sent back: each must
+ * `anthropic-beta` flag it does not know (400) and a thinking budget not below `max_tokens`; and
+ * checks thinking blocks sent back: each must
  * carry the signature it issued for that text, and with thinking enabled an assistant turn that
  * ends in tool_use must start with its thinking block (400 otherwise, as Anthropic answers).
  *
@@ -120,6 +121,7 @@ export async function startFakeAnthropic(opts: { apiKey?: string; models?: strin
       }
       if (req.method !== 'POST' || path !== '/v1/messages') return errorBody(404, 'not found');
       if (!body || typeof body.model !== 'string' || !Number.isInteger(body.max_tokens) || !Array.isArray(body.messages)) return errorBody(400, 'model, max_tokens and messages are required');
+      if (body.thinking?.type === 'enabled' && !(body.thinking.budget_tokens < body.max_tokens)) return errorBody(400, '`max_tokens` must be greater than `thinking.budget_tokens`');
       const problem = thinkingProblem(body);
       if (problem) return errorBody(400, problem);
       const b: FakeAnthropicBehaviour = { ...FAKE_ANTHROPIC_DEFAULTS, ...(typeof source === 'function' ? source(body) : source) };

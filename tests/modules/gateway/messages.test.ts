@@ -315,6 +315,17 @@ describe('messages passed through to an anthropic-format backend', () => {
     ]);
   });
 
+  test('a wallet that affords less than max_tokens: served with an allowance, the thinking budget lowered below it', async () => {
+    fa.reset();
+    const u = await fundedUser(h, 8_000_000n);
+    const answer = await anthropicFor(u.key.key).messages.create({ model: OPUS, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] });
+    expect(answer.type).toBe('message');
+    const sent = lastMessages().body!;
+    expect(sent.max_tokens).toBeLessThan(4096);
+    expect(sent.max_tokens).toBeGreaterThan(1024);
+    expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: sent.max_tokens - 1 });
+  });
+
   test('a thinking block whose signature a client changed is refused by the backend: 400 in Anthropic shape, nothing billed', async () => {
     fa.reset();
     const u = await fundedUser(h, 100_000_000n);
