@@ -126,6 +126,9 @@ describe('Claude Code against dist/cpd', () => {
     const sentBack = fa.requests.filter((r) => r.path === '/v1/messages').at(-1)!;
     expect(sentBack.body!.messages[1].content[0]).toEqual({ type: 'thinking', thinking: 'I will read it', signature: signatureOf('I will read it') });
     expect(sentBack.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(sentBack.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    // The chat backend never heard of the beta flag.
+    expect(up.requests.filter((r) => r.path === '/v1/chat/completions').every((r) => r.headers['anthropic-beta'] === undefined)).toBe(true);
 
     // Chat: (prompt − cached) × input + cached × cached input + completion × output; Anthropic: the
     // cache writes at the input price, the reads at the cached price, none of them twice.

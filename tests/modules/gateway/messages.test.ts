@@ -469,6 +469,9 @@ describe('messages: credentials, limits and errors in Anthropic shape', () => {
     expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
     const bearer = new Anthropic({ baseURL: h.baseUrl, authToken: u.key.key, apiKey: null, maxRetries: 0 });
     expect((await bearer.messages.create({ model: SONNET, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })).type).toBe('message');
+    // The beta Messages API (what Claude Code calls) is the same route with ?beta=true.
+    expect((await post('/v1/messages?beta=true', body, { 'x-api-key': u.key.key, 'anthropic-beta': 'interleaved-thinking-2025-05-14' })).status).toBe(200);
+    expect((await post('/v1/messages/count_tokens?beta=true', body, { 'x-api-key': u.key.key })).status).toBe(200);
     // Both headers (ANTHROPIC_AUTH_TOKEN and ANTHROPIC_API_KEY both set): the one holding a key counts.
     expect((await post('/v1/messages', body, { authorization: 'Bearer something-else', 'x-api-key': u.key.key })).status).toBe(200);
     // x-api-key is Anthropic's header: the OpenAI-compatible routes keep to Bearer.
