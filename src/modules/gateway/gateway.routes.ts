@@ -64,8 +64,8 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       holdOpen(server, request, deps.silenceSeconds);
     })
     .get('/v1/models', ({ caller }) => deps.gateway.models(caller), {
-      auth: ['key'],
-      detail: { summary: 'Models and routes this gateway serves (OpenAI list shape)', tags: ['gateway'] },
+      auth: ['key', 'x-api-key'],
+      detail: { summary: "Models and routes this gateway serves (OpenAI's list shape, with Anthropic's fields; key as Bearer or x-api-key)", tags: ['gateway'] },
     })
     .post('/v1/chat/completions', ({ caller, request }) => deps.gateway.chat(caller, request, requestIdOf(request)), {
       auth: ['key'],

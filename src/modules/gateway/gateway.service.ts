@@ -261,7 +261,15 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
 
   function models(caller: Caller) {
     limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
-    return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
+    const ids = router.listModels();
+    // OpenAI's list shape and Anthropic's together, so either SDK's models.list() reads it.
+    return {
+      object: 'list',
+      data: ids.map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd', type: 'model', display_name: id, created_at: '1970-01-01T00:00:00Z' })),
+      has_more: false,
+      first_id: ids[0] ?? null,
+      last_id: ids.at(-1) ?? null,
+    };
   }
 
   return { chat, embeddings, responses, messages, countTokens, replay, models, maxBodyBytes: maxBody };

@@ -474,6 +474,11 @@ describe('messages: credentials, limits and errors in Anthropic shape', () => {
     expect((await post('/v1/messages/count_tokens?beta=true', body, { 'x-api-key': u.key.key })).status).toBe(200);
     // Both headers (ANTHROPIC_AUTH_TOKEN and ANTHROPIC_API_KEY both set): the one holding a key counts.
     expect((await post('/v1/messages', body, { authorization: 'Bearer something-else', 'x-api-key': u.key.key })).status).toBe(200);
+    // The Anthropic SDK lists the models too (x-api-key).
+    const listed = [];
+    for await (const m of anthropicFor(u.key.key).models.list()) listed.push(m.id);
+    expect(listed).toContain(SONNET);
+    expect(listed).toContain('claude-up');
     // x-api-key is Anthropic's header: the OpenAI-compatible routes keep to Bearer.
     expect((await post('/v1/chat/completions', { model: 'm1', messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': u.key.key })).status).toBe(401);
   });
