@@ -1,8 +1,9 @@
 /**
  * OpenAI Responses request → chat completions request, so every backend that speaks chat serves
- * the Responses API too. Responses are not stored, so what needs a stored response
- * (`previous_response_id`, `item_reference`) is refused rather than silently ignored, and so are
- * hosted tools (web search, file search, …): only function tools have a chat equivalent.
+ * the Responses API too. A continued conversation (`previous_response_id`) comes first as items
+ * the caller reads from the stored responses. What has no chat equivalent is refused rather than
+ * silently ignored: hosted tools (web search, file search, …; only function tools map to chat),
+ * `item_reference`, file inputs.
  */
 import { AppError } from '../../platform/errors';
 
@@ -45,9 +46,10 @@ function outputText(output: unknown, where: string): string {
   throw invalid(`${where}.output must be a string or an array of content parts`);
 }
 
-function messagesOf(input: unknown): Json[] {
+/** Chat messages for Responses input; `history`: the items of a stored conversation (which may be none). */
+function messagesOf(input: unknown, history = false): Json[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
-  if (!Array.isArray(input) || input.length === 0) throw invalid('input is required: a string or a non-empty array of items');
+  if (!Array.isArray(input) || (input.length === 0 && !history)) throw invalid('input is required: a string or a non-empty array of items');
   const messages: Json[] = [];
   input.forEach((item, i) => {
     const where = `input[${i}]`;
@@ -57,8 +59,12 @@ function messagesOf(input: unknown): Json[] {
     switch (type) {
       case 'message': {
         if (typeof item.role !== 'string' || !ROLES.has(item.role)) throw invalid(`${where}.role must be one of user, assistant, system, developer`);
-        // Chat backends know `system`; `developer` is its newer name.
-        messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: contentOf(item.content, where) });
+        // Chat backends know `system`; `developer` is its newer name. An assistant's or system's
+        // text parts are joined: some chat backends take only a string there.
+        const content = contentOf(item.content, where);
+        const role = item.role === 'developer' ? 'system' : item.role;
+        const textOnly = Array.isArray(content) && role !== 'user' && content.every((p) => p.type === 'text');
+        messages.push({ role, content: textOnly ? content.map((p) => p.text).join('') : content });
         return;
       }
       case 'function_call': {
@@ -80,12 +86,11 @@ function messagesOf(input: unknown): Json[] {
         // A previous answer's reasoning, sent back by clients that replay output: chat has no place for it.
         return;
       case 'item_reference':
-        throw invalid(`${where}: item_reference needs stored responses, which this gateway does not keep`);
+        throw invalid(`${where}: item_reference is not supported: send the item itself, or continue a stored response with previous_response_id`);
       default:
         throw invalid(`${where}.type ${JSON.stringify(type)} is not a supported item type (message, function_call, function_call_output, reasoning)`);
     }
   });
-  if (messages.length === 0) throw invalid('input has no message');
   return messages;
 }
 
@@ -93,7 +98,8 @@ function toolsOf(tools: unknown): Json[] | undefined {
   if (tools === undefined) return undefined;
   if (!Array.isArray(tools)) throw invalid('tools must be an array');
   return tools.map((t, i) => {
-    if (!isObject(t) || t.type !== 'function') throw invalid(`tools[${i}]: only function tools are supported`);
+    if (!isObject(t)) throw invalid(`tools[${i}] must be an object`);
+    if (t.type !== 'function') throw invalid(`tools[${i}]: type ${JSON.stringify(t.type)} is a hosted tool this gateway cannot run; only function tools are supported`);
     if (typeof t.name !== 'string' || t.name === '') throw invalid(`tools[${i}].name must be a non-empty string`);
     const fn: Json = { name: t.name };
     if (t.description !== undefined) fn.description = t.description;
@@ -119,7 +125,8 @@ function responseFormatOf(text: unknown): Json | undefined {
   if (format.type === 'json_object') return { type: 'json_object' };
   if (format.type === 'json_schema') {
     if (typeof format.name !== 'string' || !isObject(format.schema)) throw invalid('text.format json_schema needs name and schema');
-    return { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
+    const extra = { ...(typeof format.description === 'string' ? { description: format.description } : {}), ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}) };
+    return { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...extra } };
   }
   throw invalid('text.format.type must be text, json_object or json_schema');
 }
@@ -130,30 +137,65 @@ const optionalNumber = (body: Json, name: string) => {
   return v ?? undefined;
 };
 
-/** The chat completions body for a Responses body; throws AppError('invalid') for what has no chat equivalent. */
-export function chatBodyOf(body: Json): Json {
+const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
+
+/** reasoning.effort → chat's reasoning_effort; `summary` has no chat equivalent (reasoning, when sent, is always summarised). */
+function reasoningEffortOf(reasoning: unknown): string | undefined {
+  if (reasoning === undefined || reasoning === null) return undefined;
+  if (!isObject(reasoning)) throw invalid('reasoning must be an object');
+  const effort = reasoning.effort;
+  if (effort === undefined || effort === null) return undefined;
+  if (typeof effort !== 'string' || !EFFORTS.has(effort)) throw invalid(`reasoning.effort must be one of ${[...EFFORTS].join(', ')}`);
+  return effort;
+}
+
+/** A Responses request, checked: what the gateway needs before it asks for a chat completion. */
+export interface ResponsesRequest {
+  /** The response this one continues, or null. */
+  previousResponseId: string | null;
+  /** Keep the response (OpenAI's default: true). */
+  store: boolean;
+  /** The request's own input as items (a string input is one user message). */
+  input: Json[];
+  /** The chat completions body, given the items of the conversation it continues (oldest first). */
+  chatBody(history: Json[]): Json;
+}
+
+/** Checks a Responses body; throws AppError('invalid') for what is malformed or has no chat equivalent. */
+export function responsesRequestOf(body: Json): ResponsesRequest {
   if (typeof body.model !== 'string' || body.model === '') throw invalid('model is required (a string)');
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw invalid('stream must be a boolean');
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null)
-    throw invalid('previous_response_id needs stored responses, which this gateway does not keep: send the conversation as input items');
+  if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') throw invalid('store must be a boolean');
+  const previous = body.previous_response_id;
+  if (previous !== undefined && previous !== null && (typeof previous !== 'string' || previous === '' || previous.length > 200)) throw invalid('previous_response_id must be a response id');
   if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') throw invalid('instructions must be a string');
   const maxOutput = body.max_output_tokens;
   if (maxOutput !== undefined && maxOutput !== null && !(Number.isInteger(maxOutput) && (maxOutput as number) > 0)) throw invalid('max_output_tokens must be a positive integer');
-  const messages = messagesOf(body.input);
-  if (typeof body.instructions === 'string') messages.unshift({ role: 'system', content: body.instructions });
+  const own = messagesOf(body.input);
   const chat: Json = {
     model: body.model,
-    messages,
     tools: toolsOf(body.tools),
     tool_choice: toolChoiceOf(body.tool_choice),
     parallel_tool_calls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
     temperature: optionalNumber(body, 'temperature'),
     top_p: optionalNumber(body, 'top_p'),
     max_tokens: maxOutput ?? undefined,
+    reasoning_effort: reasoningEffortOf(body.reasoning),
     response_format: responseFormatOf(body.text),
     user: typeof body.user === 'string' ? body.user : undefined,
   };
   // Undefined fields are left out, so the upstream sees only what the caller set.
   for (const k of Object.keys(chat)) if (chat[k] === undefined) delete chat[k];
-  return chat;
+  const system = typeof body.instructions === 'string' ? [{ role: 'system', content: body.instructions }] : [];
+  return {
+    previousResponseId: typeof previous === 'string' ? previous : null,
+    store: body.store !== false,
+    input: typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: body.input }] }] : (body.input as Json[]),
+    // A stored conversation holds only items this gateway took in or produced, so it translates.
+    chatBody: (history) => {
+      const messages = [...system, ...messagesOf(history, true), ...own];
+      if (messages.length === 0) throw invalid('input has no message');
+      return { model: chat.model, messages, ...chat };
+    },
+  };
 }

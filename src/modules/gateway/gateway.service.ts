@@ -19,7 +19,8 @@ import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
-import { chatBodyOf } from './gateway.responses.request';
+import { responsesRequestOf } from './gateway.responses.request';
+import { createResponseStore } from './gateway.responses.store';
 import { type CaptureSink, type RequestCapture, captureFor } from './gateway.capture';
 import { type ReplaySource, replayBody } from './gateway.replay';
 
@@ -32,6 +33,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   const maxBody = ctx.config.gateway.maxBodyBytes;
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
+  const storedResponses = createResponseStore(ctx);
 
   async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {
     const raw = await readBodyBytes(request, maxBody);
@@ -82,7 +84,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   }
 
   /** An SSE answer: each chunk of the router's stream becomes the frames `frames` makes of it; `end` closes the stream. */
-  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string, end: string, capture: RequestCapture | null): Response {
+  function sseAnswer(stream: ChatStream, frames: (chunk: Chunk) => string | Promise<string>, end: string, capture: RequestCapture | null): Response {
     const chunks = stream[Symbol.asyncIterator]();
     const sse = new ReadableStream<Uint8Array>({
       // A pull that enqueues nothing would not be called again: read on until a chunk makes frames.
@@ -99,7 +101,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
             return;
           }
           capture?.chunk(value);
-          const text = frames(value);
+          const text = await frames(value);
           if (text) return controller.enqueue(encoder.encode(text));
         }
       },
@@ -139,12 +141,28 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   /** The Responses API, served through chat completions (see gateway.responses*.ts). */
   const runResponses = (req: RouterRequest, replayOf: string | null) => serve('responses', req, replayOf, (req, capture) => responsesAnswer(req, capture));
 
+  /**
+   * A Responses request: the conversation it continues (previous_response_id) comes from the
+   * stored responses; the answer is stored (unless `store: false`) before its last event or its
+   * JSON leaves, so the client can continue it at once, on any replica.
+   */
   async function responsesAnswer(req: RouterRequest, capture: RequestCapture | null): Promise<Response> {
     const asked = req.body;
-    const chatReq = { ...req, body: chatBodyOf(asked) };
+    const request = responsesRequestOf(asked);
+    const userId = req.caller.userId;
+    const history = request.previousResponseId ? await storedResponses.conversation(userId, request.previousResponseId) : [];
+    const chatReq = { ...req, body: request.chatBody(history) };
+    const keep = async (response: Record<string, unknown>) => {
+      if (!request.store) return;
+      // The answer is paid for and sent even if it cannot be kept; continuing it then answers 404.
+      await storedResponses
+        .save({ id: String(response.id), userId, previousResponseId: request.previousResponseId, input: request.input, response })
+        .catch((err) => ctx.log.error({ err, response_id: response.id }, 'could not store a response'));
+    };
     if (asked.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
       const answer = new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response);
+      await keep(answer);
       return jsonAnswer(answer, costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
@@ -153,16 +171,32 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     let started = false;
     return sseAnswer(
       stream,
-      (chunk) => {
+      async (chunk) => {
         const head = started ? '' : sse(assembler.start());
         started = true;
         // The router's last chunk carries the usage (and cost) and no choices: it ends the response.
-        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return head + sse(assembler.finish(chunk.usage as Record<string, unknown>));
+        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) {
+          const events = assembler.finish(chunk.usage as Record<string, unknown>);
+          await keep(events.at(-1)!.response as Record<string, unknown>);
+          return head + sse(events);
+        }
         return head + sse(assembler.chunk(chunk));
       },
       '',
       capture,
     );
+  }
+
+  /** GET /v1/responses/{id}: a stored response of the caller's. */
+  function storedResponse(caller: Caller, id: string) {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    return storedResponses.get(caller.userId, id);
+  }
+
+  /** DELETE /v1/responses/{id}: forgets a stored response of the caller's (it can no longer be continued). */
+  function deleteResponse(caller: Caller, id: string) {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    return storedResponses.remove(caller.userId, id);
   }
 
   const chat = async (caller: Caller, request: Request, requestId: string | undefined) => runChat(await routerRequest(caller, request, requestId), null);
@@ -186,7 +220,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     return { object: 'list', data: router.listModels().map((id) => ({ id, object: 'model', created: 0, owned_by: 'cpd' })) };
   }
 
-  return { chat, embeddings, responses, replay, models, maxBodyBytes: maxBody };
+  return { chat, embeddings, responses, storedResponse, deleteResponse, replay, models, maxBodyBytes: maxBody, sweepResponses: storedResponses.sweep };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;
