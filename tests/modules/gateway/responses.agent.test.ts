@@ -159,7 +159,7 @@ describe('responses: request translation', () => {
         { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'be careful' }] },
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'look' }, { type: 'input_image', image_url: 'data:image/png;base64,AAAA', detail: 'low' }] },
         { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'hm' }], encrypted_content: 'opaque' },
-        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'I see', annotations: [] }] },
+        { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'I see', annotations: [] }] },
         { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["ls"]}' },
         { type: 'function_call', call_id: 'c2', name: 'shell', arguments: '{"command":["pwd"]}' },
         { type: 'function_call_output', call_id: 'c1', output: 'a.txt' },
@@ -267,7 +267,7 @@ describe('responses: stored, continued, read back', () => {
     }
 
     const unkept = await owner.client.responses.create({ model: 'm1', input: 'hi', store: false });
-    expect(unkept.store).toBe(false);
+    expect((unkept as unknown as { store: boolean }).store).toBe(false);
     expect((await raw(owner.key.key, 'GET', `/v1/responses/${unkept.id}`)).status).toBe(404);
     expect((await raw(owner.key.key, 'POST', '/v1/responses', { model: 'm1', input: 'x', previous_response_id: unkept.id })).status).toBe(404);
 
