@@ -151,7 +151,10 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     const request = responsesRequestOf(asked);
     const userId = req.caller.userId;
     const history = request.previousResponseId ? await storedResponses.conversation(userId, request.previousResponseId) : [];
-    const chatReq = { ...req, body: request.chatBody(history) };
+    const body = request.chatBody(history);
+    // Admission bounds the prompt by the body's bytes: a continued conversation's are the chat body's, not the request's.
+    const bodyBytes = history.length ? Math.max(req.bodyBytes ?? 0, Buffer.byteLength(JSON.stringify(body))) : req.bodyBytes;
+    const chatReq = { ...req, body, bodyBytes };
     const keep = async (response: Record<string, unknown>) => {
       if (!request.store) return;
       // The answer is paid for and sent even if it cannot be kept; continuing it then answers 404.

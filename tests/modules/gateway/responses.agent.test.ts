@@ -297,3 +297,19 @@ describe('responses: stored, continued, read back', () => {
     expect(left!.n).toBe(0);
   });
 });
+
+describe('responses: admission of a continued conversation', () => {
+  test('the hold counts the stored conversation: a wallet short of it gets a smaller completion allowance', async () => {
+    h.up.reset();
+    // 1000 tokens' worth: the allowance the router grants shows the prompt bound it took.
+    const u = await fundedUser(h, 1000n * PER_TOKEN);
+    const long = 'word '.repeat(100);
+    const first = await u.client.responses.create({ model: 'm1', input: long });
+    const alone = lastChat().max_tokens as number;
+    await u.client.responses.create({ model: 'm1', input: 'x', previous_response_id: first.id });
+    const continued = lastChat().max_tokens as number;
+    expect(lastChat().messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: long }] });
+    // The continued request's bound holds the first prompt's 500 bytes (not just its own few).
+    expect(continued).toBeLessThanOrEqual(alone);
+  });
+});
