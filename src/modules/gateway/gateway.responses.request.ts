@@ -2,8 +2,8 @@
  * OpenAI Responses request → chat completions request, so every backend that speaks chat serves
  * the Responses API too. A continued conversation (`previous_response_id`) comes first as items
  * the caller reads from the stored responses. What has no chat equivalent is refused rather than
- * silently ignored: hosted tools (web search, file search, …; only function tools map to chat),
- * `item_reference`, file inputs.
+ * silently ignored: hosted tools (web search, file search, …; function and custom tools map to
+ * chat functions), `item_reference`, file inputs.
  */
 import { AppError } from '../../platform/errors';
 
@@ -67,17 +67,21 @@ function messagesOf(input: unknown, history = false): Json[] {
         messages.push({ role, content: textOnly ? content.map((p) => p.text).join('') : content });
         return;
       }
-      case 'function_call': {
-        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string')
-          throw invalid(`${where}: a function_call needs call_id, name and arguments (strings)`);
-        const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } };
+      case 'function_call':
+      case 'custom_tool_call': {
+        const custom = type === 'custom_tool_call';
+        const args = custom ? item.input : item.arguments;
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof args !== 'string')
+          throw invalid(`${where}: a ${type} needs call_id, name and ${custom ? 'input' : 'arguments'} (strings)`);
+        const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: custom ? JSON.stringify({ input: args }) : args } };
         // Consecutive calls are one assistant turn with several tool calls, as chat expects.
         const last = messages.at(-1);
         if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) (last.tool_calls as Json[]).push(call);
         else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
         return;
       }
-      case 'function_call_output': {
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
         if (typeof item.call_id !== 'string') throw invalid(`${where}.call_id must be a string`);
         messages.push({ role: 'tool', tool_call_id: item.call_id, content: outputText(item.output, where) });
         return;
@@ -88,19 +92,42 @@ function messagesOf(input: unknown, history = false): Json[] {
       case 'item_reference':
         throw invalid(`${where}: item_reference is not supported: send the item itself, or continue a stored response with previous_response_id`);
       default:
-        throw invalid(`${where}.type ${JSON.stringify(type)} is not a supported item type (message, function_call, function_call_output, reasoning)`);
+        throw invalid(`${where}.type ${JSON.stringify(type)} is not a supported item type (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`);
     }
   });
   return messages;
 }
 
-function toolsOf(tools: unknown): Json[] | undefined {
+/**
+ * A custom tool (free-form input, e.g. Codex's apply_patch) becomes a function with one string
+ * parameter, `input`; its grammar, if any, goes into the description for the model to follow.
+ */
+function customToolFunction(t: Json, where: string): Json {
+  const format = isObject(t.format) ? t.format : null;
+  if (format && format.type !== 'text' && !(format.type === 'grammar' && typeof format.definition === 'string'))
+    throw invalid(`${where}.format must be {type: "text"} or {type: "grammar", syntax, definition}`);
+  const grammar = format?.type === 'grammar' ? `\n\nThe input must follow this ${String(format.syntax ?? '')} grammar:\n${format.definition}` : '';
+  const description = `${typeof t.description === 'string' ? t.description : ''}${grammar}`;
+  return {
+    name: t.name,
+    ...(description ? { description } : {}),
+    parameters: { type: 'object', properties: { input: { type: 'string', description: 'the raw input' } }, required: ['input'], additionalProperties: false },
+  };
+}
+
+/** Chat tools for Responses tools; `custom` collects the names of custom tools, whose calls are answered as custom_tool_call items. */
+function toolsOf(tools: unknown, custom: Set<string>): Json[] | undefined {
   if (tools === undefined) return undefined;
   if (!Array.isArray(tools)) throw invalid('tools must be an array');
   return tools.map((t, i) => {
     if (!isObject(t)) throw invalid(`tools[${i}] must be an object`);
-    if (t.type !== 'function') throw invalid(`tools[${i}]: type ${JSON.stringify(t.type)} is a hosted tool this gateway cannot run; only function tools are supported`);
+    if (t.type !== 'function' && t.type !== 'custom')
+      throw invalid(`tools[${i}]: type ${JSON.stringify(t.type)} is a hosted tool this gateway cannot run; only function and custom tools are supported`);
     if (typeof t.name !== 'string' || t.name === '') throw invalid(`tools[${i}].name must be a non-empty string`);
+    if (t.type === 'custom') {
+      custom.add(t.name);
+      return { type: 'function', function: customToolFunction(t, `tools[${i}]`) };
+    }
     const fn: Json = { name: t.name };
     if (t.description !== undefined) fn.description = t.description;
     if (t.parameters !== undefined) fn.parameters = t.parameters;
@@ -111,8 +138,8 @@ function toolsOf(tools: unknown): Json[] | undefined {
 
 function toolChoiceOf(choice: unknown): unknown {
   if (choice === undefined || choice === 'auto' || choice === 'none' || choice === 'required') return choice;
-  if (isObject(choice) && choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
-  throw invalid('tool_choice must be "auto", "none", "required" or {type: "function", name}');
+  if (isObject(choice) && (choice.type === 'function' || choice.type === 'custom') && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
+  throw invalid('tool_choice must be "auto", "none", "required" or {type: "function" or "custom", name}');
 }
 
 function responseFormatOf(text: unknown): Json | undefined {
@@ -157,6 +184,8 @@ export interface ResponsesRequest {
   store: boolean;
   /** The request's own input as items (a string input is one user message). */
   input: Json[];
+  /** The names of its custom tools: their calls are answered as custom_tool_call items. */
+  customTools: ReadonlySet<string>;
   /** The chat completions body, given the items of the conversation it continues (oldest first). */
   chatBody(history: Json[]): Json;
 }
@@ -172,9 +201,10 @@ export function responsesRequestOf(body: Json): ResponsesRequest {
   const maxOutput = body.max_output_tokens;
   if (maxOutput !== undefined && maxOutput !== null && !(Number.isInteger(maxOutput) && (maxOutput as number) > 0)) throw invalid('max_output_tokens must be a positive integer');
   const own = messagesOf(body.input);
+  const customTools = new Set<string>();
   const chat: Json = {
     model: body.model,
-    tools: toolsOf(body.tools),
+    tools: toolsOf(body.tools, customTools),
     tool_choice: toolChoiceOf(body.tool_choice),
     parallel_tool_calls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
     temperature: optionalNumber(body, 'temperature'),
@@ -190,6 +220,7 @@ export function responsesRequestOf(body: Json): ResponsesRequest {
   return {
     previousResponseId: typeof previous === 'string' ? previous : null,
     store: body.store !== false,
+    customTools,
     input: typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: body.input }] }] : (body.input as Json[]),
     // A stored conversation holds only items this gateway took in or produced, so it translates.
     chatBody: (history) => {

@@ -13,7 +13,10 @@
  *   what a Responses client shows from a summary;
  * - text or a refusal: a message item with one content part (content_part.added,
  *   output_text.delta/.done or refusal.delta/.done, content_part.done);
- * - tool calls: a function_call item each (function_call_arguments.delta/.done).
+ * - tool calls: a function_call item each (function_call_arguments.delta/.done); a call of a
+ *   custom tool (sent to chat as a function with one `input` string) a custom_tool_call item
+ *   whose input is sent whole once the call is complete (custom_tool_call_input.delta/.done), as
+ *   it is read out of the call's JSON arguments.
  */
 import { randomBase62 } from '../../platform/ids';
 import type { Chunk } from '../metering';
@@ -28,8 +31,17 @@ export interface ResponseEvent {
 interface OpenItem {
   index: number;
   item: Json;
-  /** Accumulated text (reasoning, message text or refusal) or arguments (function call). */
+  /** Accumulated text (reasoning, message text or refusal) or arguments (tool call). */
   text: string;
+}
+
+/** A custom tool's input, out of the chat function call's arguments (`{"input": …}`); the arguments themselves when the model wrote something else. */
+function customInputOf(args: string): string {
+  try {
+    const parsed = JSON.parse(args) as unknown;
+    if (parsed && typeof parsed === 'object' && typeof (parsed as Json).input === 'string') return (parsed as Json).input as string;
+  } catch {}
+  return args;
 }
 
 /** What an open item other than a function call holds. */
@@ -86,6 +98,8 @@ export class ResponseAssembler {
     /** The Responses request, whose settings the response echoes. */
     private readonly request: Json,
     private model: string,
+    /** The names of the request's custom tools. */
+    private readonly customTools: ReadonlySet<string> = new Set(),
   ) {}
 
   /** The response object as it stands. */
@@ -141,6 +155,7 @@ export class ResponseAssembler {
   }
 
   private callItem(callId: string, name: string, args: string, status: string): Json {
+    if (this.customTools.has(name)) return { id: `ctc_${randomBase62(32)}`, type: 'custom_tool_call', status, call_id: callId, name, input: args === '' ? '' : customInputOf(args) };
     return { id: `fc_${randomBase62(32)}`, type: 'function_call', status, call_id: callId, name, arguments: args };
   }
 
@@ -223,8 +238,11 @@ export class ResponseAssembler {
     const args = call.function?.arguments;
     if (typeof args === 'string' && args !== '') {
       open.text += args;
-      open.item.arguments = open.text;
-      events.push(this.event('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: args }));
+      // A custom tool's input is read out of the whole arguments, at the end.
+      if (open.item.type === 'function_call') {
+        open.item.arguments = open.text;
+        events.push(this.event('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: args }));
+      }
     }
     return events;
   }
@@ -263,7 +281,13 @@ export class ResponseAssembler {
     if (this.open) events.push(...this.closeOpen(itemStatus));
     for (const c of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
       c.item.status = itemStatus;
-      events.push(this.event('response.function_call_arguments.done', { item_id: c.item.id, output_index: c.index, name: c.item.name, arguments: c.text }));
+      const at = { item_id: c.item.id, output_index: c.index };
+      if (c.item.type === 'custom_tool_call') {
+        const input = customInputOf(c.text);
+        c.item.input = input;
+        if (input !== '') events.push(this.event('response.custom_tool_call_input.delta', { ...at, delta: input }));
+        events.push(this.event('response.custom_tool_call_input.done', { ...at, input }));
+      } else events.push(this.event('response.function_call_arguments.done', { ...at, name: c.item.name, arguments: c.text }));
       events.push(this.event('response.output_item.done', { output_index: c.index, item: structuredClone(c.item) }));
     }
     this.calls.clear();

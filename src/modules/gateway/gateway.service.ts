@@ -164,12 +164,12 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     };
     if (asked.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
-      const answer = new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response);
+      const answer = new ResponseAssembler(asked, String(response.model ?? asked.model), request.customTools).fromCompletion(response);
       await keep(answer);
       return jsonAnswer(answer, costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
-    const assembler = new ResponseAssembler(asked, stream.model);
+    const assembler = new ResponseAssembler(asked, stream.model, request.customTools);
     const sse = (events: Array<{ type: string }>) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
     let started = false;
     return sseAnswer(

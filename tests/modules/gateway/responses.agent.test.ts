@@ -195,11 +195,63 @@ describe('responses: request translation', () => {
 
   test('hosted tools are refused with a 400 that names them', async () => {
     const u = await fundedUser(h, 1_000_000n);
-    for (const type of ['web_search', 'file_search', 'code_interpreter', 'local_shell', 'custom']) {
+    for (const type of ['web_search', 'file_search', 'code_interpreter', 'local_shell', 'mcp']) {
       const res = await raw(u.key.key, 'POST', '/v1/responses', { model: 'm1', input: 'x', tools: [shell, { type, name: 'x' }] });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: string }).error).toContain(`tools[1]: type "${type}" is a hosted tool`);
     }
+  });
+});
+
+describe('responses: custom tools (free-form input, as Codex sends apply_patch)', () => {
+  const patch = '*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch';
+  const applyPatch = { type: 'custom' as const, name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar' as const, syntax: 'lark' as const, definition: 'start: patch' } };
+
+  test('a function with one input string upstream; the call answered as a custom_tool_call item, streamed and JSON; its output sent back', async () => {
+    h.up.reset();
+    h.up.set({ toolCalls: [{ id: 'call_p', name: 'apply_patch', arguments: JSON.stringify({ input: patch }) }] });
+    const u = await fundedUser(h, 1_000_000n);
+    const all = await events(u.client, { model: 'm1', input: 'add a.txt', tools: [applyPatch], tool_choice: { type: 'custom', name: 'apply_patch' } });
+    expect(lastChat().tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'apply_patch',
+          description: 'Apply a patch\n\nThe input must follow this lark grammar:\nstart: patch',
+          parameters: { type: 'object', properties: { input: { type: 'string', description: 'the raw input' } }, required: ['input'], additionalProperties: false },
+        },
+      },
+    ]);
+    expect(lastChat().tool_choice).toEqual({ type: 'function', function: { name: 'apply_patch' } });
+    expect(all.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.custom_tool_call_input.delta',
+      'response.custom_tool_call_input.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const item = { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: patch, status: 'completed' };
+    expect((all.at(-1) as OpenAI.Responses.ResponseCompletedEvent).response.output).toEqual([expect.objectContaining(item)]);
+    const final = await u.client.responses.stream({ model: 'm1', input: 'add a.txt', tools: [applyPatch] }).finalResponse();
+    expect(final.output).toEqual([expect.objectContaining(item)]);
+    const json = await u.client.responses.create({ model: 'm1', input: 'add a.txt', tools: [applyPatch] });
+    expect(json.output).toEqual([expect.objectContaining({ ...item, id: expect.stringMatching(/^ctc_/) })]);
+
+    h.up.reset();
+    await u.client.responses.create({
+      model: 'm1',
+      tools: [applyPatch],
+      input: [
+        { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: patch },
+        { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' },
+      ],
+    });
+    expect(lastChat().messages).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: patch }) } }] },
+      { role: 'tool', tool_call_id: 'call_p', content: 'Done!' },
+    ]);
   });
 });
 
