@@ -195,6 +195,10 @@ export function responsesRequestOf(body: Json): ResponsesRequest {
   if (typeof body.model !== 'string' || body.model === '') throw invalid('model is required (a string)');
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw invalid('stream must be a boolean');
   if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') throw invalid('store must be a boolean');
+  // What needs server state this gateway does not keep would be lost silently if ignored.
+  if (body.conversation !== undefined && body.conversation !== null) throw invalid('conversation is not supported: continue a stored response with previous_response_id');
+  if (body.prompt !== undefined && body.prompt !== null) throw invalid('prompt (a stored prompt template) is not supported: send instructions and input');
+  if (body.background === true) throw invalid('background is not supported: send the request with stream: true, or wait for its answer');
   const previous = body.previous_response_id;
   if (previous !== undefined && previous !== null && (typeof previous !== 'string' || previous === '' || previous.length > 200)) throw invalid('previous_response_id must be a response id');
   if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') throw invalid('instructions must be a string');
