@@ -118,7 +118,11 @@ export function createBreaker(settings: BreakerSettings, now: () => number, onCh
     /** The backend answered. */
     succeeded() {
       if (current() === 'half-open') move('closed');
-      else if (state === 'closed') attempts[slot(now())]!++;
+      else if (state === 'closed') {
+        attempts[slot(now())]!++;
+        // A success may bring the window to its minimum of attempts with the rate already reached.
+        tripIfOver();
+      }
     },
     /** The backend failed an attempt. */
     failed() {
