@@ -73,6 +73,9 @@ describe('router breaker in dist/cpd (postgres)', () => {
     expect(metrics.typeOf('cpd_router_breaker_state')).toBe('gauge');
     expect(metrics.value('cpd_router_breaker_state', { model: 'm1', backend: steady.url })).toBe(0);
     expect(metrics.labelValues('cpd_router_breaker_state', 'backend').sort()).toEqual([flaky.url, steady.url].sort());
+    // promtool's format check and naming lint find nothing to say of the breaker's samples.
+    const checked = Bun.spawnSync(['promtool', 'check', 'metrics'], { stdin: new TextEncoder().encode(metrics.text) });
+    expect(`${checked.stdout}${checked.stderr}`.split('\n').filter((line) => line.includes('breaker'))).toEqual([]);
     const opened = await waitFor(
       async () => (await admin('/api/admin/audit?limit=50')).entries.find((e: { action: string; details: { to: string } }) => e.action === 'router.breaker' && e.details.to === 'open'),
       'the audit entry of the breaker opening',
