@@ -192,16 +192,16 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
     b.downUntil = 0;
   }
 
-  /** The backend answered a request (whatever the caller's request made it answer). */
-  function answered(b: Backend) {
+  /** The backend answered the request of `lease` (whatever the caller's request made it answer). */
+  function answered(b: Backend, lease: unknown) {
     markOk(b);
-    b.breaker?.succeeded();
+    b.breaker?.succeeded(lease);
   }
 
-  /** The backend failed a request: backoff, and a failure in its breaker's window. */
-  function failedRequest(b: Backend, error: string) {
+  /** The backend failed the request of `lease`: backoff, and a failure in its breaker's window. */
+  function failedRequest(b: Backend, error: string, lease: unknown) {
     markFailed(b, error);
-    b.breaker?.failed();
+    b.breaker?.failed(lease);
   }
 
   /** A stream that had started broke: a failure, for a request already counted as answered. */
@@ -277,8 +277,10 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
     /** Model slugs with at least one enabled backend. */
     models: () => [...bySlug.keys()].filter((slug) => enabledOf(slug).length > 0),
     has: (slug: string) => enabledOf(slug).length > 0,
-    /** Fewest requests in flight among the model's healthy backends (Infinity when none is healthy). */
-    load: (slug: string) => Math.min(...enabledOf(slug).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
+    /** Whether the backend's breaker lets a request through now. */
+    admitted,
+    /** Fewest requests in flight among the model's healthy backends in rotation (Infinity when none is). */
+    load: (slug: string) => Math.min(...enabledOf(slug).filter((b) => healthy(b) && admitted(b)).map((b) => b.inflight), Number.POSITIVE_INFINITY),
   };
 }
 

@@ -8,7 +8,8 @@
  *              probe, up to eight times the configured one); outcomes of requests that still
  *              reach it (the last resort, below) are not counted.
  *   half-open  after the cool-down: one request at a time goes as a probe; its success closes the
- *              breaker (a fresh window), its failure opens it again.
+ *              breaker (a fresh window), its failure opens it again; other requests that reach it
+ *              (the last resort) are not counted.
  *
  * Open → half-open happens at the first look after the cool-down (a request, a listing, a scrape):
  * nothing needs a timer. Only backend failures count (no answer, a timeout, a 5xx, 429, an answer
@@ -115,18 +116,21 @@ export function createBreaker(settings: BreakerSettings, now: () => number, onCh
     end(token: unknown) {
       if (probe === token) probe = null;
     },
-    /** The backend answered. */
-    succeeded() {
-      if (current() === 'half-open') move('closed');
+    /** The backend answered `token`'s request (while half-open only the probe's answer counts). */
+    succeeded(token: unknown) {
+      if (current() === 'half-open') {
+        if (token === probe) move('closed');
+      }
       else if (state === 'closed') {
         attempts[slot(now())]!++;
         // A success may bring the window to its minimum of attempts with the rate already reached.
         tripIfOver();
       }
     },
-    /** The backend failed an attempt. */
-    failed() {
+    /** The backend failed `token`'s request (while half-open only the probe's failure counts). */
+    failed(token: unknown) {
       if (current() === 'half-open') {
+        if (token !== probe) return;
         coolDownMs = Math.min(coolDownMs * 2, settings.coolDownMs * MAX_COOL_DOWN_FACTOR);
         move('open');
       } else if (state === 'closed') {

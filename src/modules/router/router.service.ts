@@ -244,6 +244,8 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     const tried = new Set<Backend>();
     for (const candidate of candidates)
       for (const backend of backends.candidates(candidate.slug)) {
+        // Its breaker may have changed while earlier attempts ran (another request took the probe).
+        if (!backends.admitted(backend)) continue;
         tried.add(backend);
         yield { candidate, backend };
       }
@@ -264,19 +266,21 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       const lease = leaseBackend(backend, a.req.signal, deadline);
       try {
         const result = await attempt(backend, candidate.slug, lease.control);
-        backends.answered(backend);
+        backends.answered(backend, lease);
         return { served: { candidate, lease }, result };
       } catch (err) {
+        // The verdict comes before the release: a half-open breaker knows its probe by the lease.
+        // A refusal of this request is an answer: the backend stays in rotation (for 'refused', the
+        // next one is tried). Anything but an AttemptError was thrown by our own code, and an
+        // abort or the request's deadline cut the attempt short: none says the backend failed.
+        if (err instanceof AttemptError && (err.reason === 'invalid' || err.reason === 'refused')) backends.answered(backend, lease);
+        if (err instanceof AttemptError && (err.reason === 'connect' || err.reason === 'upstream')) backends.failedRequest(backend, err.message, lease);
         lease.release();
-        // Anything but an AttemptError was thrown by our own code: not the backend's fault.
         if (!(err instanceof AttemptError)) throw err;
         if (err.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
-        // A refusal of this request is an answer: the backend stays in rotation (for 'refused', the next one is tried).
-        if (err.reason === 'invalid' || err.reason === 'refused') backends.answered(backend);
         if (err.reason === 'invalid') throw new AppError(err.status === 413 ? 'payload_too_large' : 'invalid', `upstream refused the request: ${err.message}`);
         last = err;
-        if (err.reason === 'deadline') break; // the backend was cut short, not found failing
-        if (err.reason !== 'refused') backends.failedRequest(backend, err.message);
+        if (err.reason === 'deadline') break;
         answered ||= err.reason !== 'connect';
       }
     }

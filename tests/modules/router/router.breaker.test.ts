@@ -25,6 +25,8 @@ describe('ROUTER_BREAKER', () => {
 
 describe('the breaker', () => {
   const settings = { failureRate: 0.5, minimumAttempts: 4, windowMs: 60_000, coolDownMs: 30_000 };
+  /** Any request's lease: outside half-open, which request it is does not matter. */
+  const request = {};
   const make = () => {
     const clock = manualClock(1_000_000);
     const changes: BreakerChange[] = [];
@@ -34,27 +36,27 @@ describe('the breaker', () => {
 
   test('opens at the rate once the window holds the minimum of attempts; old attempts slide out', () => {
     const { clock, breaker, changes } = make();
-    breaker.failed();
-    breaker.failed();
-    breaker.failed();
+    breaker.failed(request);
+    breaker.failed(request);
+    breaker.failed(request);
     expect(breaker.current()).toBe('closed'); // 3 of 3 failed, but fewer than 4 attempts
     clock.advance(61_000); // those three leave the window
-    breaker.succeeded();
-    breaker.succeeded();
-    breaker.failed();
+    breaker.succeeded(request);
+    breaker.succeeded(request);
+    breaker.failed(request);
     expect(breaker.current()).toBe('closed'); // 1 of 3
-    breaker.failed();
+    breaker.failed(request);
     expect(breaker.current()).toBe('open'); // 2 of 4: 50%
     expect(changes).toEqual([{ from: 'closed', to: 'open', attempts: 4, failures: 2, probeAt: clock.now().getTime() + 30_000 }]);
     expect(breaker.allows()).toBe(false);
     // Outcomes of requests that reach an open backend anyway (the last resort) are not counted.
-    breaker.succeeded();
+    breaker.succeeded(request);
     expect(breaker.current()).toBe('open');
   });
 
   test('half-open after the cool-down: one probe at a time; its success closes with a fresh window', () => {
     const { clock, breaker, moves } = make();
-    for (let i = 0; i < 4; i++) breaker.failed();
+    for (let i = 0; i < 4; i++) breaker.failed(request);
     clock.advance(29_999);
     expect(breaker.current()).toBe('open');
     clock.advance(1);
@@ -64,20 +66,25 @@ describe('the breaker', () => {
     expect(breaker.allows()).toBe(false); // the probe is out
     breaker.end(first); // ended without a verdict (the client went away): another may probe
     expect(breaker.allows()).toBe(true);
-    breaker.begin({});
-    breaker.succeeded();
+    const probe = {};
+    breaker.begin(probe);
+    breaker.succeeded(request); // not the probe: another request that reached it (the last resort)
+    expect(breaker.current()).toBe('half-open');
+    breaker.succeeded(probe);
     expect(breaker.view()).toEqual({ state: 'closed', attempts: 0, failures: 0, probe_at: null });
     expect(moves()).toEqual(['closed>open', 'open>half-open', 'half-open>closed']);
   });
 
   test('a failed probe opens it again for twice the cool-down, at most eight times it', () => {
     const { clock, breaker, changes } = make();
-    for (let i = 0; i < 4; i++) breaker.failed();
+    for (let i = 0; i < 4; i++) breaker.failed(request);
     const coolDowns: number[] = [];
     for (let i = 0; i < 5; i++) {
       clock.advance(changes.at(-1)!.probeAt! - clock.now().getTime());
       expect(breaker.current()).toBe('half-open');
-      breaker.failed();
+      const probe = {};
+      breaker.begin(probe);
+      breaker.failed(probe);
       coolDowns.push(changes.at(-1)!.probeAt! - clock.now().getTime());
     }
     expect(coolDowns).toEqual([60_000, 120_000, 240_000, 240_000, 240_000]);
@@ -85,10 +92,10 @@ describe('the breaker', () => {
 
   test('a stream that broke after its start adds a failure, not an attempt', () => {
     const { breaker } = make();
-    breaker.succeeded();
-    breaker.succeeded();
-    breaker.succeeded();
-    breaker.succeeded();
+    breaker.succeeded(request);
+    breaker.succeeded(request);
+    breaker.succeeded(request);
+    breaker.succeeded(request);
     breaker.brokeAfterSuccess();
     expect(breaker.view()).toMatchObject({ state: 'closed', attempts: 4, failures: 1 });
     breaker.brokeAfterSuccess();
@@ -167,6 +174,29 @@ describe('through the gateway', () => {
         expect(e.details).toMatchObject({ model: 'm1', backend: s.flaky.url, via: 'system', replica: expect.stringMatching(/^proc_/) });
       }
       expect(entries[0]!.details).toMatchObject({ attempts: 4, failures: 2 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('half-open: one probe at a time; meanwhile the other requests go elsewhere', async () => {
+    const s = await setUp();
+    try {
+      for (let i = 0; i < 8; i++) await s.user.client.chat.completions.create({ model: 'm1', messages: hi });
+      expect(s.breakerOf(s.flaky).state).toBe('open');
+      const gate = Promise.withResolvers<void>();
+      s.flaky.set({ hold: { afterFrames: 0, until: gate.promise } });
+      s.clock.advance(30_000);
+      const probe = s.user.client.chat.completions.create({ model: 'm1', messages: hi });
+      await waitFor(() => completionsOf(s.flaky) === 5, 'the probe reaching the flaky backend');
+      const steadyBefore = completionsOf(s.steady);
+      for (let i = 0; i < 3; i++) await s.user.client.chat.completions.create({ model: 'm1', messages: hi });
+      expect(completionsOf(s.steady)).toBe(steadyBefore + 3);
+      expect(completionsOf(s.flaky)).toBe(5);
+      expect(s.breakerOf(s.flaky).state).toBe('half-open');
+      gate.resolve();
+      expect((await probe).choices[0]!.message.content).toBeTruthy();
+      expect(s.breakerOf(s.flaky).state).toBe('closed');
     } finally {
       await s.close();
     }
