@@ -107,9 +107,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
       lastProbeAt: null,
       breaker: null,
     };
-    const model = slug;
-    const at = backend.url;
-    if (settings.breaker) backend.breaker = createBreaker(settings.breaker, options.breakerNow ?? now, (change) => options.onBreakerChange?.({ model, url: at }, change));
+    if (settings.breaker) backend.breaker = createBreaker(settings.breaker, options.breakerNow ?? now, (change) => options.onBreakerChange?.({ model: slug, url: backend.url }, change));
     add(backend);
     return () => remove(backend);
   }
@@ -125,7 +123,10 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
       if (kept) {
         current.delete(`${e.model} ${e.url}`);
         // New credentials deserve a fresh chance: failures under the old key say nothing of the new one.
-        if (kept.apiKey !== e.apiKey) markOk(kept);
+        if (kept.apiKey !== e.apiKey) {
+          markOk(kept);
+          kept.breaker?.reset();
+        }
         Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
       } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled });
     }
@@ -150,8 +151,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
 
   /**
    * A model's enabled backends in the order to try, those their breaker keeps out left aside
-   * (lastResort): one half-open for its probe first, then healthy ones by fewest in flight per
-   * unit of weight (ties shared by weight), then those in backoff (soonest back first).
+   * (lastResort): a half-open one first (the request is its probe), then the others in order.
    */
   function candidates(slug: string): Backend[] {
     const enabled = enabledOf(slug).filter(admitted);
@@ -171,6 +171,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, options:
       .sort((a, b) => probeAt(a) - probeAt(b));
   }
 
+  /** Healthy ones by fewest in flight per unit of weight (ties shared by weight), then those in backoff (soonest back first). */
   function ordered(enabled: Backend[]): Backend[] {
     if (enabled.length <= 1) return enabled;
     const load = (b: Backend) => b.inflight / b.weight;

@@ -146,7 +146,12 @@ export function createBreaker(settings: BreakerSettings, now: () => number, onCh
       failures[slot(now())]!++;
       tripIfOver();
     },
-    view(): BreakerView {
+    /** A fresh start (the backend's key changed): closed, with an empty window. */
+    reset() {
+      if (state === 'closed') epochs.fill(-1);
+      else move('closed');
+    },
+        view(): BreakerView {
       const s = current();
       const counted = s === 'closed' ? totals() : { attempts: 0, failures: 0 };
       return { state: s, ...counted, probe_at: s === 'open' ? new Date(probeAt).toISOString() : null };

@@ -90,6 +90,17 @@ describe('the breaker', () => {
     expect(coolDowns).toEqual([60_000, 120_000, 240_000, 240_000, 240_000]);
   });
 
+  test('a reset (new credentials) closes it with an empty window', () => {
+    const { breaker, moves } = make();
+    for (let i = 0; i < 4; i++) breaker.failed(request);
+    breaker.reset();
+    expect(breaker.view()).toEqual({ state: 'closed', attempts: 0, failures: 0, probe_at: null });
+    breaker.failed(request);
+    breaker.reset();
+    expect(breaker.view()).toMatchObject({ attempts: 0, failures: 0 });
+    expect(moves()).toEqual(['closed>open', 'open>closed']);
+  });
+
   test('a stream that broke after its start adds a failure, not an attempt', () => {
     const { breaker } = make();
     breaker.succeeded(request);
