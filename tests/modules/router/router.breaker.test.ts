@@ -6,7 +6,9 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { ConfigError } from '../../../src/config';
-import { parseBreaker } from '../../../src/config-router';
+import { parseBreaker, routerSettings } from '../../../src/config-router';
+import { createBackendSet } from '../../../src/modules/router/router.backends';
+import { createLogger } from '../../../src/platform/logger';
 import { type BreakerChange, createBreaker } from '../../../src/modules/router/router.breaker';
 import { manualClock } from '../../support/clock';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
@@ -111,6 +113,36 @@ describe('the breaker', () => {
     expect(breaker.view()).toMatchObject({ state: 'closed', attempts: 4, failures: 1 });
     breaker.brokeAfterSuccess();
     expect(breaker.current()).toBe('open');
+  });
+});
+
+describe('the backend set', () => {
+  const quiet = createLogger('silent');
+  const setWith = (breaker: string) => {
+    const set = createBackendSet(
+      routerSettings((n) => (n === 'ROUTER_BREAKER' ? breaker : undefined), null, {}),
+      quiet,
+      { now: () => 0 }, // the backoff over at once: only the breaker keeps a backend out
+    );
+    set.register('m', 'http://a/v1', { source: 'env' });
+    set.register('m', 'http://b/v1', { source: 'env' });
+    const [a, b] = set.candidates('m').sort((x, y) => x.url.localeCompare(y.url));
+    return { set, a: a!, b: b! };
+  };
+
+  test('an open backend leaves the rotation for the last resort; with ROUTER_BREAKER=off nothing does', () => {
+    const on = setWith('50%/2/60s');
+    on.set.failedRequest(on.a, 'boom', {});
+    on.set.failedRequest(on.a, 'boom', {});
+    expect(on.set.candidates('m').map((b) => b.url)).toEqual(['http://b/v1']);
+    expect(on.set.lastResort('m').map((b) => b.url)).toEqual(['http://a/v1']);
+    expect(on.set.list().map((b) => b.breaker?.state)).toEqual(['open', 'closed']);
+
+    const off = setWith('off');
+    for (let i = 0; i < 10; i++) off.set.failedRequest(off.a, 'boom', {});
+    expect(off.set.candidates('m')).toHaveLength(2);
+    expect(off.set.lastResort('m')).toEqual([]);
+    expect(off.set.list().map((b) => b.breaker)).toEqual([null, null]);
   });
 });
 
