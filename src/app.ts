@@ -61,7 +61,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   if (!opts.webhooks?.manual) webhooks.startWorker();
   const billing = createBillingService(ctx, { events: webhooks.events });
   billing.startSweeper();
-  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf, keyEvents: webhooks.events });
+  const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf, keyEvents: webhooks.events, audit });
   // Each cache LISTENs, then reads; the LISTEN connection opens once for all. One after the other
   // (start-up time, docs/design/start-up.md): the reads take well under a millisecond each on the pool's
   // one open connection, while reads side by side made the pool open two more (~5 ms of

@@ -10,6 +10,10 @@
  *   cheapest      the lowest estimated cost for this request first (unpriced models skipped)
  *   least-loaded  the model whose healthiest backend has the fewest requests in flight first
  * Whatever the order, the router fails over to the next candidate before the first byte.
+ *
+ * ROUTER_BREAKER syntax: `rate%/attempts/window[/cool-down]`, or `off`.
+ *   ROUTER_BREAKER=50%/20/60s/30s   (the default) a backend's breaker opens when at least half of at
+ *                                   least 20 attempts in the last 60 s failed; a probe may go 30 s later
  */
 import { ConfigError, oneOf, parseDuration } from './config-parse';
 import { IDLE_TIMEOUT_SECONDS, MAX_REQUEST_SILENCE_SECONDS } from './platform/http/listen';
@@ -36,6 +40,16 @@ export interface RouteDef {
   models: string[];
 }
 
+export interface BreakerSettings {
+  /** 0 < rate ≤ 1: the share of failed attempts that opens the breaker. */
+  failureRate: number;
+  /** The fewest attempts in the window a verdict is made on. */
+  minimumAttempts: number;
+  windowMs: number;
+  /** How long an opened breaker keeps its backend out before a probe. */
+  coolDownMs: number;
+}
+
 export interface RouterSettings {
   routes: Map<string, RouteDef>;
   probeIntervalMs: number;
@@ -47,6 +61,8 @@ export interface RouterSettings {
   backoffMaxMs: number;
   /** How long a request at the edge of its user's balance waits for that user's in-flight requests to settle. */
   admissionWaitMs: number;
+  /** Per-backend circuit breaker (router.breaker.ts); null: off. */
+  breaker: BreakerSettings | null;
   /**
    * Plain-HTTP backends go over cpd's own HTTP/1.1 client: ROUTER_UPSTREAM_CLIENT=http1 and no
    * `http_proxy` (fetch honours it and `no_proxy`). Otherwise every backend is called through Bun's
@@ -73,6 +89,21 @@ export function parseRoutes(raw: string | null): Map<string, RouteDef> {
   return routes;
 }
 
+export const DEFAULT_BREAKER = '50%/20/60s/30s';
+
+export function parseBreaker(raw: string): BreakerSettings | null {
+  const variable = 'ROUTER_BREAKER';
+  if (raw.trim() === 'off') return null;
+  const m = /^\s*(\d+(?:\.\d+)?)%\s*\/\s*(\d+)\s*\/\s*([^/\s]+)\s*(?:\/\s*([^/\s]+)\s*)?$/.exec(raw);
+  if (!m) throw new ConfigError(variable, `"${raw}" is not rate%/attempts/window[/cool-down] or off (example: ${DEFAULT_BREAKER})`);
+  const [, rate, attempts, window, coolDown] = m as unknown as [string, string, string, string, string | undefined];
+  const failureRate = Number(rate) / 100;
+  if (!(failureRate > 0 && failureRate <= 1)) throw new ConfigError(variable, `the rate must be above 0% and at most 100%, not ${rate}%`);
+  const minimumAttempts = Number(attempts);
+  if (minimumAttempts < 1) throw new ConfigError(variable, 'at least 1 attempt');
+  return { failureRate, minimumAttempts, windowMs: parseDuration(variable, window), coolDownMs: parseDuration(variable, coolDown ?? '30s') };
+}
+
 export function routerSettings(get: (name: string) => string | undefined, rawRoutes: string | null, modelBackends: Record<string, unknown[]>): RouterSettings {
   const env = (name: string, fallback: string) => parseDuration(name, get(name) ?? fallback);
   const routes = parseRoutes(rawRoutes);
@@ -93,6 +124,7 @@ export function routerSettings(get: (name: string) => string | undefined, rawRou
     backoffBaseMs: env('ROUTER_BACKOFF', '1s'),
     backoffMaxMs: env('ROUTER_BACKOFF_MAX', '30s'),
     admissionWaitMs: env('ROUTER_ADMISSION_WAIT', '10s'),
+    breaker: parseBreaker(get('ROUTER_BREAKER') ?? DEFAULT_BREAKER),
     ownHttpClient:
       oneOf('ROUTER_UPSTREAM_CLIENT', get('ROUTER_UPSTREAM_CLIENT') ?? 'fetch', ['fetch', 'http1'] as const) === 'http1' &&
       !(get('http_proxy') || get('HTTP_PROXY')),

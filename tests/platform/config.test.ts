@@ -132,6 +132,7 @@ describe('loadConfig', () => {
     ['GATEWAY_MAX_BODY', '4MB'],
     ['GATEWAY_MAX_BODY', '10'],
     ['ROUTER_PROBE_INTERVAL', 'often'],
+    ['ROUTER_BREAKER', '50%'],
     ['ARIA_ROUTER', 'yes'],
     ['PAYMENT_PROVIDERS', 'app_wallet'],
     ['IMAGE_TOKENS', '0'],
@@ -231,6 +232,8 @@ describe('safe defaults (one schema, combinations checked)', () => {
   test('module slices are typed at load: router timings, gateway body limit, runtime paths', () => {
     const c = loadConfig({ ROUTER_PROBE_INTERVAL: '2s', GATEWAY_MAX_BODY: '2048', ARIA_FFI_LIB: '/x/lib.so', ARIA_ROUTER: 'supervise', SOME_TOKEN: 's3cret' });
     expect(c.router.probeIntervalMs).toBe(2000);
+    expect(c.router.breaker).toEqual({ failureRate: 0.5, minimumAttempts: 20, windowMs: 60_000, coolDownMs: 30_000 });
+    expect(loadConfig({ ROUTER_BREAKER: 'off' }).router.breaker).toBeNull();
     expect(c.gateway.maxBodyBytes).toBe(2048);
     expect(c.runtime).toMatchObject({ engineLib: '/x/lib.so', superviseRouter: true, engineBin: null });
     expect(c.runtime.childEnv.SOME_TOKEN).toBeUndefined();

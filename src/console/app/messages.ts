@@ -3,6 +3,7 @@ import * as mail from './messages.mail';
 import * as oauth from './messages.oauth';
 import * as phone from './messages.phone';
 import * as captures from './messages.captures';
+import * as breaker from './messages.breaker';
 import * as webhooks from './messages.webhooks';
 import * as pricing from './messages.pricing';
 import * as product from './messages.product';
@@ -245,6 +246,7 @@ const en = {
   ...oauth.en,
   ...phone.en,
   ...captures.en,
+  ...breaker.en,
   ...webhooks.en,
   ...pricing.en,
   ...product.en,
@@ -490,6 +492,7 @@ const zh: Record<Key, string> = {
   ...oauth.zh,
   ...phone.zh,
   ...captures.zh,
+  ...breaker.zh,
   ...webhooks.zh,
   ...pricing.zh,
   ...product.zh,

@@ -14,7 +14,8 @@ import { auditLog } from './audit.tables';
 export type AuditActor = { userId: string; email: string | null } | 'cli';
 
 export interface AuditEntry {
-  actor: AuditActor;
+  /** 'system': cpd itself (no account; details.via = 'system'), e.g. a router breaker opening. */
+  actor: AuditActor | 'system';
   /** Dotted verb: `user.update`, `user.password`, `wallet.adjust`, `payment.reconcile`, `pricing.models`, … */
   action: string;
   target: string;
@@ -26,15 +27,16 @@ export function createAuditService(ctx: AppContext) {
   const { db } = ctx.database;
 
   async function record(entry: AuditEntry, on: DbOrTx = db): Promise<void> {
-    const cli = entry.actor === 'cli';
+    const { actor } = entry;
+    const person = typeof actor === 'object' ? actor : null;
     await on.insert(auditLog).values({
       id: newId('aud'),
       createdAt: ctx.clock.now(),
-      actorId: cli ? null : (entry.actor as Exclude<AuditActor, 'cli'>).userId,
-      actorEmail: cli ? null : (entry.actor as Exclude<AuditActor, 'cli'>).email,
+      actorId: person?.userId ?? null,
+      actorEmail: person?.email ?? null,
       action: entry.action,
       target: entry.target,
-      details: cli ? { ...entry.details, via: 'cli' } : (entry.details ?? {}),
+      details: person ? (entry.details ?? {}) : { ...entry.details, via: actor },
     });
   }
 

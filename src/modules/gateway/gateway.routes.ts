@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia';
+import { Elysia, t } from 'elysia';
 import { chatBody, countTokensBody, embeddingsBody, messagesBody, replayBody, responsesBody } from './gateway.docs';
 import type { authPlugin } from '../../platform/http/auth';
 import { pathOf } from '../../platform/http/credential-gate';
@@ -53,6 +53,8 @@ export const gatewayEdge = (log: Logger) =>
       return response;
     });
 
+const ResponseIdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 200 }) });
+
 /** OpenAI-compatible endpoints; bodies are OpenAI's own, so they are read raw (parse: 'none') and checked by the service. */
 /** silenceSeconds: how long a request may stay silent, waiting for its answer or between a stream's chunks (holdOpen). */
 export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gateway: GatewayService; silenceSeconds: number }) =>
@@ -81,6 +83,16 @@ export const gatewayRoutes = (deps: { auth: ReturnType<typeof authPlugin>; gatew
       auth: ['key'],
       parse: 'none',
       detail: { summary: 'OpenAI Responses API (served through chat completions), JSON or SSE; billed like chat; X-Cost header', tags: ['gateway'], requestBody: responsesBody },
+    })
+    .get('/v1/responses/:id', ({ caller, params }) => deps.gateway.storedResponse(caller, params.id), {
+      auth: ['key'],
+      params: ResponseIdParams,
+      detail: { summary: "A stored response (the API key owner's, kept 30 days): the Responses object as it was answered", tags: ['gateway'] },
+    })
+    .delete('/v1/responses/:id', ({ caller, params }) => deps.gateway.deleteResponse(caller, params.id), {
+      auth: ['key'],
+      params: ResponseIdParams,
+      detail: { summary: 'Delete a stored response; it can no longer be read or continued', tags: ['gateway'] },
     })
     .post('/v1/messages', ({ caller, request }) => deps.gateway.messages(caller, request, requestIdOf(request)), {
       auth: ['key', 'x-api-key'],

@@ -19,7 +19,8 @@ import { readBodyBytes } from '../../platform/http/body-limit';
 import { JSON_TYPE } from '../../platform/http/errors';
 import { assertBodyDepth } from '../../platform/http/json-depth';
 import { ResponseAssembler } from './gateway.responses';
-import { chatBodyOf } from './gateway.responses.request';
+import { responsesRequestOf } from './gateway.responses.request';
+import { createResponseStore } from './gateway.responses.store';
 import { type AnthropicEvent, captureChunkOf, MessageAssembler } from './gateway.messages';
 import { chatBodyOfMessages } from './gateway.messages.request';
 import { type CaptureSink, type RequestCapture, captureFor } from './gateway.capture';
@@ -34,6 +35,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   const maxBody = ctx.config.gateway.maxBodyBytes;
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
+  const storedResponses = createResponseStore(ctx);
 
   async function readBody(request: Request): Promise<{ body: Record<string, unknown>; bytes: number }> {
     const raw = await readBodyBytes(request, maxBody);
@@ -90,7 +92,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
    */
   function sseAnswer<T>(
     stream: AsyncIterable<T> & { abort(): void; headerCostMicros: bigint },
-    frames: (item: T) => string,
+    frames: (item: T) => string | Promise<string>,
     end: string,
     capture: RequestCapture | null,
     captured: (item: T) => Chunk | null = (item) => item as Chunk,
@@ -112,7 +114,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
           }
           const kept = capture ? captured(value) : null;
           if (kept) capture?.chunk(kept);
-          const text = frames(value);
+          const text = await frames(value);
           if (text) return controller.enqueue(encoder.encode(text));
         }
       },
@@ -152,30 +154,65 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
   /** The Responses API, served through chat completions (see gateway.responses*.ts). */
   const runResponses = (req: RouterRequest, replayOf: string | null) => serve('responses', req, replayOf, (req, capture) => responsesAnswer(req, capture));
 
+  /**
+   * A Responses request: the conversation it continues (previous_response_id) comes from the
+   * stored responses; the answer is stored (unless `store: false`) before its last event or its
+   * JSON leaves, so the client can continue it at once, on any replica.
+   */
   async function responsesAnswer(req: RouterRequest, capture: RequestCapture | null): Promise<Response> {
     const asked = req.body;
-    const chatReq = { ...req, body: chatBodyOf(asked) };
+    const request = responsesRequestOf(asked);
+    const userId = req.caller.userId;
+    const history = request.previousResponseId ? await storedResponses.conversation(userId, request.previousResponseId) : [];
+    const body = request.chatBody(history);
+    // Admission bounds the prompt by the body's bytes: a continued conversation's are the chat body's, not the request's.
+    const bodyBytes = history.length ? Math.max(req.bodyBytes ?? 0, Buffer.byteLength(JSON.stringify(body))) : req.bodyBytes;
+    const chatReq = { ...req, body, bodyBytes };
+    const keep = async (response: Record<string, unknown>) => {
+      if (!request.store) return;
+      // The answer is paid for and sent even if it cannot be kept; continuing it then answers 404.
+      await storedResponses
+        .save({ id: String(response.id), userId, previousResponseId: request.previousResponseId, input: request.input, response })
+        .catch((err) => ctx.log.error({ err, response_id: response.id }, 'could not store a response'));
+    };
     if (asked.stream !== true) {
       const { response, costMicros } = await router.completeChat(chatReq);
-      const answer = new ResponseAssembler(asked, String(response.model ?? asked.model)).fromCompletion(response);
+      const answer = new ResponseAssembler(asked, String(response.model ?? asked.model), request.customTools).fromCompletion(response);
+      await keep(answer);
       return jsonAnswer(answer, costMicros, capture);
     }
     const stream = await router.openStream(chatReq);
-    const assembler = new ResponseAssembler(asked, stream.model);
+    const assembler = new ResponseAssembler(asked, stream.model, request.customTools);
     const sse = (events: Array<{ type: string }>) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
     let started = false;
     return sseAnswer(
       stream,
-      (chunk) => {
+      async (chunk) => {
         const head = started ? '' : sse(assembler.start());
         started = true;
         // The router's last chunk carries the usage (and cost) and no choices: it ends the response.
-        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return head + sse(assembler.finish(chunk.usage as Record<string, unknown>));
+        if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) {
+          const events = assembler.finish(chunk.usage as Record<string, unknown>);
+          await keep(events.at(-1)!.response as Record<string, unknown>);
+          return head + sse(events);
+        }
         return head + sse(assembler.chunk(chunk));
       },
       '',
       capture,
     );
+  }
+
+  /** GET /v1/responses/{id}: a stored response of the caller's. */
+  function storedResponse(caller: Caller, id: string) {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    return storedResponses.get(caller.userId, id);
+  }
+
+  /** DELETE /v1/responses/{id}: forgets a stored response of the caller's (it can no longer be continued). */
+  function deleteResponse(caller: Caller, id: string) {
+    limiter.enforce(caller.keyId ?? caller.userId, 1, 'too many requests for this API key');
+    return storedResponses.remove(caller.userId, id);
   }
 
   /**
@@ -272,7 +309,7 @@ export function createGatewayService(ctx: AppContext, router: RouterService, cap
     };
   }
 
-  return { chat, embeddings, responses, messages, countTokens, replay, models, maxBodyBytes: maxBody };
+  return { chat, embeddings, responses, storedResponse, deleteResponse, messages, countTokens, replay, models, maxBodyBytes: maxBody, sweepResponses: storedResponses.sweep };
 }
 
 export type GatewayService = ReturnType<typeof createGatewayService>;

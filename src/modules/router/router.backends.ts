@@ -4,7 +4,10 @@
  * admin-managed set (`admin`, replaced as a whole by replaceAdmin) and registerBackend (`engine`:
  * the runtime supervisor's engines). Health is passive (a failed request takes the backend out for
  * a backoff window that doubles per consecutive failure) and active (a periodic GET {url}/models;
- * success puts it back at once, failure takes it out).
+ * success puts it back at once, failure takes it out). Only the backend's own failures count: no
+ * answer, a timeout, a 5xx, 429, an answer that is not one; what the caller's request caused does not.
+ * Apart from that short backoff, a circuit breaker per backend (router.breaker.ts) takes out a
+ * backend that fails too large a share of its requests, while its model has another to go to.
  *
  * Choice among a model's healthy backends is weighted least-loaded: fewest requests in flight per
  * unit of weight first; among equally loaded ones (an idle model: all of them) a smooth weighted
@@ -12,6 +15,7 @@
  */
 import type { Logger } from '../../platform/logger';
 import type { RouterSettings } from '../../config-router';
+import { type Breaker, type BreakerChange, type BreakerView, createBreaker } from './router.breaker';
 import { authorizationOf, type BackendFormat, isDirect, type Upstream } from './router.upstream';
 
 export type BackendSource = 'env' | 'admin' | 'engine';
@@ -44,6 +48,8 @@ export interface Backend extends Upstream {
   downUntil: number;
   lastError: string | null;
   lastProbeAt: number | null;
+  /** null: ROUTER_BREAKER=off. */
+  breaker: Breaker | null;
 }
 
 export interface BackendView {
@@ -61,9 +67,21 @@ export interface BackendView {
   down_until: string | null;
   last_error: string | null;
   last_probe_at: string | null;
+  /** The circuit breaker (null when ROUTER_BREAKER=off). */
+  breaker: BreakerView | null;
 }
 
-export function createBackendSet(settings: RouterSettings, log: Logger, now: () => number = Date.now) {
+export interface BackendSetOptions {
+  /** The passive backoff's clock (epoch ms). */
+  now?: () => number;
+  /** The breakers' clock (epoch ms): the app's clock, which tests move by hand. */
+  breakerNow?: () => number;
+  /** Told every breaker change (the router records it). */
+  onBreakerChange?: (backend: { model: string; url: string }, change: BreakerChange) => void;
+}
+
+export function createBackendSet(settings: RouterSettings, log: Logger, options: BackendSetOptions = {}) {
+  const now = options.now ?? Date.now;
   const bySlug = new Map<string, Backend[]>();
 
   const healthy = (b: Backend) => b.downUntil <= now();
@@ -97,7 +115,9 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       downUntil: 0,
       lastError: null,
       lastProbeAt: null,
+      breaker: null,
     };
+    if (settings.breaker) backend.breaker = createBreaker(settings.breaker, options.breakerNow ?? now, (change) => options.onBreakerChange?.({ model: slug, url: backend.url }, change));
     add(backend);
     return () => remove(backend);
   }
@@ -113,7 +133,10 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       if (kept) {
         current.delete(`${e.model} ${e.url}`);
         // New credentials deserve a fresh chance: failures under the old key say nothing of the new one.
-        if (kept.apiKey !== e.apiKey || kept.format !== (e.format ?? 'openai')) markOk(kept);
+        if (kept.apiKey !== e.apiKey || kept.format !== (e.format ?? 'openai')) {
+          markOk(kept);
+          kept.breaker?.reset();
+        }
         Object.assign(kept, { apiKey: e.apiKey, weight: e.weight, enabled: e.enabled, format: e.format ?? 'openai' });
       } else register(e.model, e.url, { source: 'admin', apiKey: e.apiKey, weight: e.weight, enabled: e.enabled, format: e.format });
     }
@@ -133,13 +156,34 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     return best;
   }
 
+  /** Whether the backend's breaker lets a request through now (closed, or half-open with no probe out). */
+  const admitted = (b: Backend) => b.breaker?.allows() ?? true;
+
   /**
-   * A model's enabled backends in the order to try: healthy ones by fewest in flight per unit of
-   * weight (ties shared by weight), then those in backoff (soonest back first). Only those of
-   * `format`: a request is sent in one protocol.
+   * A model's enabled backends of `format` (a request is sent in one protocol) in the order to
+   * try, those their breaker keeps out left aside
+   * (lastResort): a half-open one first (the request is its probe), then the others in order.
    */
   function candidates(slug: string, format: BackendFormat = 'openai'): Backend[] {
-    const enabled = enabledOf(slug, format);
+    const enabled = enabledOf(slug, format).filter(admitted);
+    const probing = enabled.filter((b) => b.breaker?.current() === 'half-open');
+    const rest = enabled.filter((b) => !probing.includes(b));
+    return [...probing, ...ordered(rest)];
+  }
+
+  /**
+   * A model's backends its breakers keep out, soonest probe first: tried only when nothing in
+   * rotation answered, since an answer from a failing backend beats none.
+   */
+  function lastResort(slug: string, format: BackendFormat = 'openai'): Backend[] {
+    const probeAt = (b: Backend) => b.breaker?.probeAt() ?? 0;
+    return enabledOf(slug, format)
+      .filter((b) => !admitted(b))
+      .sort((a, b) => probeAt(a) - probeAt(b));
+  }
+
+  /** Healthy ones by fewest in flight per unit of weight (ties shared by weight), then those in backoff (soonest back first). */
+  function ordered(enabled: Backend[]): Backend[] {
     if (enabled.length <= 1) return enabled;
     const load = (b: Backend) => b.inflight / b.weight;
     const up = enabled.filter(healthy).sort((a, b) => load(a) - load(b));
@@ -158,6 +202,24 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
   function markOk(b: Backend) {
     b.failures = 0;
     b.downUntil = 0;
+  }
+
+  /** The backend answered the request of `lease` (whatever the caller's request made it answer). */
+  function answered(b: Backend, lease: unknown) {
+    markOk(b);
+    b.breaker?.succeeded(lease);
+  }
+
+  /** The backend failed the request of `lease`: backoff, and a failure in its breaker's window. */
+  function failedRequest(b: Backend, error: string, lease: unknown) {
+    markFailed(b, error);
+    b.breaker?.failed(lease);
+  }
+
+  /** A stream that had started broke: a failure, for a request already counted as answered. */
+  function brokeMidStream(b: Backend, error: string) {
+    markFailed(b, error);
+    b.breaker?.brokeAfterSuccess();
   }
 
   function markFailed(b: Backend, error: string) {
@@ -211,6 +273,7 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
       down_until: healthy(b) ? null : new Date(b.downUntil).toISOString(),
       last_error: b.lastError,
       last_probe_at: b.lastProbeAt === null ? null : new Date(b.lastProbeAt).toISOString(),
+      breaker: b.breaker?.view() ?? null,
     }));
   }
 
@@ -218,7 +281,10 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     register,
     replaceAdmin,
     candidates,
-    markOk,
+    lastResort,
+    answered,
+    failedRequest,
+    brokeMidStream,
     markFailed,
     probeAll: () => Promise.all(all().filter((b) => b.enabled).map(probe)),
     startProbing,
@@ -226,8 +292,10 @@ export function createBackendSet(settings: RouterSettings, log: Logger, now: () 
     /** Model slugs with at least one enabled backend (of `format` when given). */
     models: (format?: BackendFormat) => [...bySlug.keys()].filter((slug) => enabledOf(slug, format).length > 0),
     has: (slug: string, format?: BackendFormat) => enabledOf(slug, format).length > 0,
-    /** Fewest requests in flight among the model's healthy backends of `format` (Infinity when none is healthy). */
-    load: (slug: string, format?: BackendFormat) => Math.min(...enabledOf(slug, format).filter(healthy).map((b) => b.inflight), Number.POSITIVE_INFINITY),
+    /** Whether the backend's breaker lets a request through now. */
+    admitted,
+    /** Fewest requests in flight among the model's healthy backends of `format` in rotation (Infinity when none is). */
+    load: (slug: string, format?: BackendFormat) => Math.min(...enabledOf(slug, format).filter((b) => healthy(b) && admitted(b)).map((b) => b.inflight), Number.POSITIVE_INFINITY),
   };
 }
 

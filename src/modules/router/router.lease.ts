@@ -1,7 +1,8 @@
 /**
  * A backend lease: a request counts in its backend's in-flight load (least-loaded routing) from
  * the attempt until release(), which also ends the attempt's timers and abort wiring. Release is
- * idempotent, so every way a request ends may call it.
+ * idempotent, so every way a request ends may call it. To a half-open breaker the lease is its
+ * probe; one released without a verdict (the client went away) lets another request probe.
  */
 import type { Backend } from './router.backends';
 import { type AttemptControl, type AttemptDeadline, AttemptError, attemptController } from './router.upstream';
@@ -20,7 +21,7 @@ export function leaseBackend(backend: Backend, signal: AbortSignal | undefined, 
   const control = attemptController(signal, deadline);
   backend.inflight++;
   let released = false;
-  return {
+  const lease: BackendLease = {
     backend,
     control,
     abort: () => control.abort(new AttemptError('aborted', 'client went away')),
@@ -32,7 +33,10 @@ export function leaseBackend(backend: Backend, signal: AbortSignal | undefined, 
       if (released) return;
       released = true;
       backend.inflight--;
+      backend.breaker?.end(lease);
       control.dispose();
     },
   };
+  backend.breaker?.begin(lease);
+  return lease;
 }

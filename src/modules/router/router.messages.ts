@@ -43,7 +43,8 @@ interface PathDeps {
   billed(a: Admitted, candidate: Candidate, counts: UsageCounts): { costMicros: bigint; clamped: boolean };
   /** The most completion tokens the request may have on a slug (its maximum or its allowance), null when unbounded. */
   limitOf(a: Admitted, slug: string): number | null;
-  markFailed(backend: Backend, error: string): void;
+  /** A stream that had started broke: the backend's failure (backoff and its breaker). */
+  brokeMidStream(backend: Backend, error: string): void;
 }
 
 /** An `error` event in Anthropic's shape. */
@@ -142,7 +143,7 @@ export function createMessagesPassthrough(settings: RouterSettings, log: Logger,
         outcome = lease.clientGone ? 'client' : 'upstream';
         if (outcome === 'upstream') {
           log.warn({ msg: 'upstream stream broke', model: candidate.slug, backend: lease.backend.url, error: (err as Error).message });
-          deps.markFailed(lease.backend, (err as Error).message);
+          deps.brokeMidStream(lease.backend, (err as Error).message);
         }
       } finally {
         if (!ended || outcome === 'client') {

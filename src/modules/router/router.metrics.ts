@@ -6,12 +6,16 @@
  * list. Read at scrape time, so they cost requests nothing: cpd_router_backend_up and
  * cpd_router_backend_inflight{model,backend} from the backend registry (whatever registered the
  * backend: MODEL_BACKENDS, the admin API, a supervised engine; a disabled backend is not in
- * rotation and not listed; its key never appears), cpd_usage_pending (usage rows waiting for their
+ * rotation and not listed; its key never appears), cpd_router_breaker_state{model,backend} (0
+ * closed, 1 open, 2 half-open; absent with ROUTER_BREAKER=off), cpd_usage_pending (usage rows waiting for their
  * batch) and cpd_usage_set_aside (rows that could not be written since start).
  */
 import { type GaugeCollect, HotCounter, ScrapeGauge } from '../../platform/metrics/hot';
 import type { MetricsRegistry } from '../../platform/metrics/registry';
 import type { BackendView } from './router.backends';
+import type { BreakerState } from './router.breaker';
+
+const BREAKER_STATE_VALUE: Record<BreakerState, number> = { closed: 0, open: 1, 'half-open': 2 };
 
 export function createRouterMetrics(registry: MetricsRegistry, currency: string, sources: { backends: () => BackendView[]; usage: () => { queued: number; setAside: number } }) {
   const counter = (name: string, help: string, labelNames: string[]) => new HotCounter(name, help, labelNames).register(registry);
@@ -25,6 +29,9 @@ export function createRouterMetrics(registry: MetricsRegistry, currency: string,
   });
   gauge('cpd_router_backend_inflight', 'Requests in flight on the backend', (report) => {
     for (const b of sources.backends()) if (b.enabled) report(b.inflight, { model: b.model, backend: b.url });
+  });
+  gauge('cpd_router_breaker_state', "The backend's circuit breaker in this process: 0 closed, 1 open, 2 half-open", (report) => {
+    for (const b of sources.backends()) if (b.enabled && b.breaker) report(BREAKER_STATE_VALUE[b.breaker.state], { model: b.model, backend: b.url });
   });
   gauge('cpd_usage_pending', 'Usage rows (with their wallet debits) waiting to be committed to the database', (report) => report(sources.usage().queued));
   gauge('cpd_usage_set_aside', 'Usage rows that could not be written since start, kept in router_usage_set_aside', (report) => report(sources.usage().setAside));

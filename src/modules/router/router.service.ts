@@ -19,8 +19,9 @@ import { AppError, CLIENT_CLOSED_REQUEST, STATUS_OF_KIND } from '../../platform/
 import { newId } from '../../platform/ids';
 import { toMajor } from '../../platform/money';
 import { type Chunk, type EstimateSettings, type KeyEvents, type KeyLimitsSource, type Need, type Price, type StreamOutcome, type Ticket, type UsageCounts, type UsageDebitor, type UsageRecord, addGenerated, completionCounts, costOf, countGenerated, countPromptTokens, createAdmission, createKeyLimits, createStreamMeter, createUsageWriter, deltasOf, estimateCost, loadTokenizer, minimumCost, noneGenerated, requestBound, completionWithin, usdConverter } from '../metering';
-import { type BackendOptions, createBackendSet } from './router.backends';
+import { type Backend, type BackendOptions, createBackendSet } from './router.backends';
 import { type BackendInput, createAdminBackends } from './router.backends.admin';
+import { type AuditSink, recordBreakerChange } from './router.breaker.record';
 import { createEmbeddings, estimateEmbeddingCost, validateEmbeddingsBody } from './router.embeddings';
 import { leaseBackend } from './router.lease';
 import { createMessagesPassthrough } from './router.messages';
@@ -35,6 +36,8 @@ export interface RouterDeps {
   keyLimitsOf: KeyLimitsSource;
   /** Where key.spend_limit_reached is recorded (the webhooks module's event sink). */
   keyEvents?: KeyEvents;
+  /** Where breaker changes are recorded (the audit module). */
+  audit?: AuditSink;
   billing: UsageDebitor & {
     grants: {
       request(req: GrantRequest): Promise<GrantAnswer>;
@@ -75,12 +78,15 @@ export function validateChatBody(body: unknown): asserts body is Record<string, 
 export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   const settings = ctx.config.router;
   const estimates: EstimateSettings = { imageTokens: ctx.config.imageTokens, defaultMaxTokens: ctx.config.admissionDefaultMaxTokens };
-  const backends = createBackendSet(settings, ctx.log);
+  // This process's name in the wallet grants table, and in what its breakers record.
+  const holder = newId('proc');
+  const backends = createBackendSet(settings, ctx.log, {
+    breakerNow: () => ctx.clock.now().getTime(),
+    onBreakerChange: (backend, change) => recordBreakerChange(ctx, deps.audit, holder, backend, change),
+  });
   for (const [slug, configured] of Object.entries(ctx.config.modelBackends))
     for (const { url, apiKey, format } of configured) backends.register(slug, url, { source: 'env', apiKey, format });
   const adminBackends = createAdminBackends(ctx, backends, new Set(settings.routes.keys()));
-  // This process's name in the wallet grants table.
-  const holder = newId('proc');
   const admission = createAdmission(deps.billing.grants, deps.billing.onBalanceChange, ctx.log, {
     holder,
     grantTtlMs: ctx.config.walletGrantTtlMs,
@@ -231,35 +237,52 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
     }
   }
 
+  /**
+   * Each candidate model's backends in rotation, in order; then, when none of those answered, the
+   * backends their breakers keep out (each backend once).
+   */
+  function* attemptOrder(candidates: Candidate[], format: BackendFormat): Generator<{ candidate: Candidate; backend: Backend }> {
+    const tried = new Set<Backend>();
+    for (const candidate of candidates)
+      for (const backend of backends.candidates(candidate.slug, format)) {
+        // Its breaker may have changed while earlier attempts ran (another request took the probe).
+        if (!backends.admitted(backend)) continue;
+        tried.add(backend);
+        yield { candidate, backend };
+      }
+    for (const candidate of candidates) for (const backend of backends.lastResort(candidate.slug, format)) if (!tried.has(backend)) yield { candidate, backend };
+  }
+
   async function failover<T>(a: Admitted, attempt: (upstream: Upstream, slug: string, control: AttemptControl) => Promise<T>): Promise<{ served: Served; result: T }> {
     let last: AttemptError | null = null;
     let answered = false;
     // Admission's wait and every attempt together end here: an answer (or this 503) must come before
     // the server closes a connection that has heard nothing (config-router.ts).
     const deadline = { at: a.started + settings.requestTimeoutMs, why: `ROUTER_REQUEST_TIMEOUT (${settings.requestTimeoutMs / 1000}s) ran out` };
-    attempts: for (const candidate of a.plan.candidates) {
-      for (const backend of backends.candidates(candidate.slug, a.req.format ?? 'openai')) {
-        if (performance.now() >= deadline.at) {
-          last = deadlineError(deadline);
-          break attempts;
-        }
-        const lease = leaseBackend(backend, a.req.signal, deadline);
-        try {
-          const result = await attempt(backend, candidate.slug, lease.control);
-          backends.markOk(backend);
-          return { served: { candidate, lease }, result };
-        } catch (err) {
-          lease.release();
-          // Anything but an AttemptError was thrown by our own code: not the backend's fault.
-          if (!(err instanceof AttemptError)) throw err;
-          if (err.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
-          if (err.reason === 'invalid') throw new AppError(err.status === 413 ? 'payload_too_large' : 'invalid', `upstream refused the request: ${err.message}`);
-          last = err;
-          if (err.reason === 'deadline') break attempts; // the backend was cut short, not found failing
-          // A refusal of this request is an answer: the next backend is tried, this one stays in rotation.
-          if (err.reason !== 'refused') backends.markFailed(backend, err.message);
-          answered ||= err.reason !== 'connect';
-        }
+    for (const { candidate, backend } of attemptOrder(a.plan.candidates, a.req.format ?? 'openai')) {
+      if (performance.now() >= deadline.at) {
+        last = deadlineError(deadline);
+        break;
+      }
+      const lease = leaseBackend(backend, a.req.signal, deadline);
+      try {
+        const result = await attempt(backend, candidate.slug, lease.control);
+        backends.answered(backend, lease);
+        return { served: { candidate, lease }, result };
+      } catch (err) {
+        // The verdict comes before the release: a half-open breaker knows its probe by the lease.
+        // A refusal of this request is an answer: the backend stays in rotation (for 'refused', the
+        // next one is tried). Anything but an AttemptError was thrown by our own code, and an
+        // abort or the request's deadline cut the attempt short: none says the backend failed.
+        if (err instanceof AttemptError && (err.reason === 'invalid' || err.reason === 'refused')) backends.answered(backend, lease);
+        if (err instanceof AttemptError && (err.reason === 'connect' || err.reason === 'upstream')) backends.failedRequest(backend, err.message, lease);
+        lease.release();
+        if (!(err instanceof AttemptError)) throw err;
+        if (err.reason === 'aborted') throw new AppError('unavailable', 'the request was aborted');
+        if (err.reason === 'invalid') throw new AppError(err.status === 413 ? 'payload_too_large' : 'invalid', `upstream refused the request: ${err.message}`);
+        last = err;
+        if (err.reason === 'deadline') break;
+        answered ||= err.reason !== 'connect';
       }
     }
     if (answered) throw new AppError('upstream', `bad upstream answer: ${last?.message}`);
@@ -397,7 +420,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
         outcome = lease.clientGone ? 'client' : 'upstream';
         if (outcome === 'upstream') {
           ctx.log.warn({ msg: 'upstream stream broke', model: candidate.slug, backend: lease.backend.url, error: (err as Error).message });
-          backends.markFailed(lease.backend, (err as Error).message);
+          backends.brokeMidStream(lease.backend, (err as Error).message);
         }
       } finally {
         // Not ended: the consumer stopped iterating (return()), i.e. the client went away.
@@ -441,7 +464,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
   }
 
   const embeddings = createEmbeddings({ admit, call, commit }, EMBEDDINGS, settings.firstByteTimeoutMs);
-  const messages = createMessagesPassthrough(settings, ctx.log, { admit, call, commit, billed, limitOf: perChoiceLimit, markFailed: backends.markFailed });
+  const messages = createMessagesPassthrough(settings, ctx.log, { admit, call, commit, billed, limitOf: perChoiceLimit, brokeMidStream: backends.brokeMidStream });
 
   /**
    * The protocol a Messages API request for `model` (a slug or a route) is served in: passed through

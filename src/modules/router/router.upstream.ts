@@ -15,8 +15,8 @@ export class AttemptError extends Error {
   constructor(
     /**
      * 'connect': no answer; 'upstream': an answer that is an error or garbage; 'invalid': the request
-     * itself is refused (no backend would take it); 'refused': this backend will not serve it (402,
-     * 403, 404), another may; 'deadline': the request's own time ran out. Only 'connect' and
+     * itself is refused (no backend would take it); 'refused': this backend will not serve it (a 4xx
+     * but 401, 408 and 429), another may; 'deadline': the request's own time ran out. Only 'connect' and
      * 'upstream' are the backend's fault.
      */
     readonly reason: 'connect' | 'upstream' | 'invalid' | 'refused' | 'aborted' | 'deadline',
@@ -111,6 +111,9 @@ function failureOf(err: unknown, control: AttemptControl): AttemptError {
 /** How servers say a request is longer than the model's context (vLLM, OpenAI, TGI, llama.cpp, Ollama). */
 const CONTEXT_EXCEEDED = /context[ _-]?length|maximum context|context window|context size/i;
 
+/** The 4xx statuses that say the backend failed (401: the key cpd sends; 408: its own timeout; 429: overloaded). */
+const BACKEND_FAULT_4XX = new Set([401, 408, 429]);
+
 async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
   let detail = '';
   try {
@@ -121,8 +124,10 @@ async function errorFromStatus(res: HttpAnswer): Promise<AttemptError> {
   // The request itself is wrong (malformed, too large, longer than the model's context, whatever the
   // status says so): no other backend would take it.
   if (res.status === 400 || res.status === 413 || res.status === 422 || CONTEXT_EXCEEDED.test(detail)) return new AttemptError('invalid', detail || `upstream refused the request (${res.status})`, res.status);
-  // Payment, permission, an unknown model: this backend's answer to this request, not a failure of the backend.
-  if (res.status === 402 || res.status === 403 || res.status === 404) return new AttemptError('refused', message, res.status);
+  // Any other 4xx (payment, permission, an unknown model, a method or media type it will not take) is
+  // this backend's answer to this request, not a failure of the backend; except a refused credential
+  // (ours, not the caller's), its own timeout and its overload, which are.
+  if (res.status >= 400 && res.status < 500 && !BACKEND_FAULT_4XX.has(res.status)) return new AttemptError('refused', message, res.status);
   return new AttemptError('upstream', message, res.status);
 }
 

@@ -8,7 +8,7 @@ const settings = routerSettings(() => undefined, null, {});
 const quiet = createLogger('silent');
 
 function setOf(weights: Record<string, number>) {
-  const set = createBackendSet(settings, quiet, () => 1_000_000); // a fixed clock: backoff never ends
+  const set = createBackendSet(settings, quiet, { now: () => 1_000_000 }); // a fixed clock: backoff never ends
   set.replaceAdmin(Object.entries(weights).map(([name, weight]) => ({ model: 'm', url: `http://${name}/v1`, apiKey: null, weight, enabled: true })));
   const byName = (name: string) => set.candidates('m').find((b) => b.url === `http://${name}/v1`)!;
   const first = () => set.candidates('m')[0]!.url.slice(7, -3);

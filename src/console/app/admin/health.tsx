@@ -19,6 +19,7 @@ interface Backend {
   consecutive_failures: number;
   last_error: string | null;
   last_probe_at: string | null;
+  breaker?: { state: 'closed' | 'open' | 'half-open'; attempts: number; failures: number; probe_at: string | null } | null;
 }
 interface Process {
   name: string;
@@ -53,6 +54,7 @@ export function AdminHealth() {
                 <th>{t('admin.source')}</th>
                 <th class="num">{t('admin.weight')}</th>
                 <th>{t('status')}</th>
+                <th>{t('breaker.column')}</th>
                 <th class="num">{t('admin.inflight')}</th>
                 <th>{t('admin.lastProbe')}</th>
                 <th>{t('admin.lastError')}</th>
@@ -69,6 +71,7 @@ export function AdminHealth() {
                 <td class={b.healthy ? 'ok' : 'bad'}>
                   {b.healthy ? t('admin.healthy') : t('admin.down', { failures: b.consecutive_failures })}
                 </td>
+                <BreakerCell breaker={b.breaker} />
                 <td class="num">{b.inflight}</td>
                 <td>{formatTime(b.last_probe_at)}</td>
                 <td>{b.last_error ?? '—'}</td>
@@ -77,6 +80,7 @@ export function AdminHealth() {
           />
         )}
       </Show>
+      <p class="hint">{t('breaker.note')}</p>
       {managed && <ManagedBackends current={managed} onSaved={backends.reload} />}
       <h2>{t('admin.runtimes')}</h2>
       <Show loaded={runtimes}>
@@ -113,6 +117,14 @@ export function AdminHealth() {
       </Show>
     </Page>
   );
+}
+
+/** The backend's circuit breaker in the process that answered (each process keeps its own). */
+function BreakerCell({ breaker }: { breaker: Backend['breaker'] }) {
+  if (!breaker) return <td>{t('breaker.off')}</td>;
+  if (breaker.state === 'open') return <td class="bad">{t('breaker.open', { time: formatTime(breaker.probe_at) })}</td>;
+  if (breaker.state === 'half-open') return <td>{t('breaker.halfOpen')}</td>;
+  return <td class="ok">{t('breaker.closed', { failures: breaker.failures, attempts: breaker.attempts })}</td>;
 }
 
 interface Row {
