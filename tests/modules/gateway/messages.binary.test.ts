@@ -1,7 +1,8 @@
 /**
  * The Anthropic Messages API on `dist/cpd`, driven as Claude Code drives it: a separate process
- * running the official SDK configured only by the README's variables (ANTHROPIC_BASE_URL and
- * ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY), a two-turn tool loop with thinking, on a Claude model
+ * running the official SDK configured only by the README's variables (its ```sh claude-code block,
+ * run by bash: ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN; then ANTHROPIC_API_KEY, the README's
+ * alternative), a two-turn tool loop with thinking, on a Claude model
  * name the operator routed to an OpenAI-compatible backend (translated) and to an anthropic-format
  * backend (passed through, thinking signatures checked by the backend). Every request is billed
  * exactly by the prices, each balance equals its ledger, the cost report and metrics count them;
@@ -16,6 +17,7 @@ import { ensureBuilt, type RunningBinary, startBinary } from '../../support/bina
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { type FakeAnthropic, signatureOf, startFakeAnthropic } from '../../support/fake-anthropic';
 import { type FakeUpstream, startFakeUpstream } from '../../support/fake-upstream';
+import { readmeEnv } from '../../support/readme';
 
 const SONNET = 'claude-sonnet-5-5';
 const OPUS = 'claude-opus-5-5';
@@ -74,10 +76,10 @@ afterAll(async () => {
 });
 
 /** Runs the session script with only the README's variables (and PATH, HOME) in its environment. */
-async function session(model: string, credential: Record<string, string>) {
+async function session(model: string, readme: Record<string, string>) {
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../support/anthropic-env-session.ts'), model], {
     cwd: join(import.meta.dir, '../../..'),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ANTHROPIC_BASE_URL: cpd.url, ...credential },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...readme },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -104,7 +106,9 @@ describe('Claude Code against dist/cpd', () => {
         ? { promptTokens: 100, cachedTokens: 40, reasoning: 'done ', content: 'README says cpd.' }
         : { promptTokens: 100, cachedTokens: 40, reasoning: 'I will read it', toolCalls: [{ id: 'call_1', name: 'read_file', arguments: '{"path":"README.md"}' }] },
     );
-    const translated = await session(SONNET, { ANTHROPIC_AUTH_TOKEN: users.rich.key });
+    const readme = await readmeEnv('sh claude-code', cpd.url, users.rich.key);
+    expect(readme).toEqual({ ANTHROPIC_BASE_URL: cpd.url, ANTHROPIC_AUTH_TOKEN: users.rich.key });
+    const translated = await session(SONNET, readme);
     expect(translated.error).toBeUndefined();
     expect(translated.turn1.content.map((b: { type: string }) => b.type)).toEqual(['thinking', 'tool_use']);
     expect(translated.turn1.content[1]).toMatchObject({ name: 'read_file', input: { path: 'README.md' } });
@@ -118,7 +122,7 @@ describe('Claude Code against dist/cpd', () => {
         ? { thinking: 'Now I know', text: 'It describes cpd.', usage: { input_tokens: 40, cache_creation_input_tokens: 0, cache_read_input_tokens: 500 } }
         : { thinking: 'I will read it', text: '', toolUse: { id: 'toolu_1', name: 'read_file', input: { path: 'README.md' } }, usage: { input_tokens: 30, cache_creation_input_tokens: 500, cache_read_input_tokens: 0 } },
     );
-    const passed = await session(OPUS, { ANTHROPIC_API_KEY: users.rich.key });
+    const passed = await session(OPUS, { ANTHROPIC_BASE_URL: readme.ANTHROPIC_BASE_URL!, ANTHROPIC_API_KEY: readme.ANTHROPIC_AUTH_TOKEN! });
     expect(passed.error).toBeUndefined();
     expect(passed.turn1.content[0]).toEqual({ type: 'thinking', thinking: 'I will read it', signature: signatureOf('I will read it') });
     expect(passed.turn2.content.map((b: { type: string }) => b.type)).toEqual(['thinking', 'text']);

@@ -7,31 +7,9 @@
  * is billed exactly. The HTTP contract of GET/DELETE /v1/responses/{id} on the binary.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { MICROS_PER_TOKEN, startWalletBed, type WalletBed } from '../../support/wallet-binary';
-
-const ROOT = join(import.meta.dir, '../../..');
-const README_SITE = 'http://localhost:8080';
-const README_KEY = 'bfvk-…';
-
-/** The body of the README's fence with this info string. */
-async function readmeBlock(info: string): Promise<string> {
-  const readme = await Bun.file(join(ROOT, 'README.md')).text();
-  const m = readme.match(new RegExp(`^\`\`\`${info}\\n([\\s\\S]*?)^\`\`\`$`, 'm'));
-  if (!m) throw new Error(`README has no \`\`\`${info} block`);
-  return m[1]!;
-}
-
-/** The variables the README's ```sh codex block exports, run by bash for this site and key. */
-async function readmeEnv(site: string, key: string): Promise<Record<string, string>> {
-  const block = (await readmeBlock('sh codex')).replaceAll(README_SITE, site).replaceAll(README_KEY, key);
-  const names = [...block.matchAll(/^export (\w+)=/gm)].map((m) => m[1]!);
-  const proc = Bun.spawn(['bash', '-c', `${block}\n${names.map((n) => `printf '%s\\0' "$${n}"`).join('\n')}`], { stdout: 'pipe', env: { PATH: process.env.PATH! } });
-  const values = (await new Response(proc.stdout).text()).split('\0');
-  expect(await proc.exited).toBe(0);
-  return Object.fromEntries(names.map((n, i) => [n, values[i]!]));
-}
+import { README_SITE, readmeBlock, readmeEnv } from '../../support/readme';
 
 const shell = { type: 'function' as const, name: 'shell', description: 'run a command', parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } } }, strict: false };
 
@@ -54,11 +32,11 @@ describe('Responses on two replicas, as Codex uses them', () => {
     const codex = Bun.TOML.parse(await readmeBlock('toml codex')) as { model: string; model_provider: string; model_providers: Record<string, { base_url: string; env_key: string; wire_api: string }> };
     const provider = codex.model_providers[codex.model_provider]!;
     expect(provider.wire_api).toBe('responses');
-    const env = await readmeEnv(a.url, key);
+    const env = await readmeEnv('sh codex', a.url, key);
     expect(env[provider.env_key]).toBe(key);
     const onA = new OpenAI({ baseURL: provider.base_url.replace(README_SITE, a.url), apiKey: env[provider.env_key], maxRetries: 0 });
     // The openai SDK from OPENAI_BASE_URL and OPENAI_API_KEY alone, pointed at replica B.
-    const sdkEnv = await readmeEnv(b.url, key);
+    const sdkEnv = await readmeEnv('sh codex', b.url, key);
     const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
     Object.assign(process.env, { OPENAI_BASE_URL: sdkEnv.OPENAI_BASE_URL, OPENAI_API_KEY: sdkEnv.OPENAI_API_KEY });
     const onB = new OpenAI({ maxRetries: 0 });
