@@ -29,7 +29,7 @@ export interface OrgsDeps {
   accounts: Pick<AccountsService, 'emailsOf' | 'email' | 'removeOrgMember' | 'changeOrgMember' | 'deleteOrgKeys'>;
   audit: AuditService;
   /** Wallet balances by owner id (billing). */
-  balances(ownerIds: string[]): Promise<Map<string, bigint>>;
+  balances(ownerIds: string[], on?: DbOrTx): Promise<Map<string, bigint>>;
   /** Spent by budget ids in their periods (the router's key spend rollup, where members' spend is counted too). */
   spentBy: KeyPolicy['spentBy'];
 }
@@ -139,7 +139,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
     await deps.accounts.deleteOrgKeys(orgId, async (tx) => {
       await lockOrg(tx, orgId);
       // Read under the lock: a top-up credited before it is seen here; one credited after finds the organization gone.
-      if (((await deps.balances([orgId])).get(orgId) ?? 0n) !== 0n) throw new AppError('conflict', "the organization's wallet is not empty");
+      if (((await deps.balances([orgId], tx)).get(orgId) ?? 0n) !== 0n) throw new AppError('conflict', "the organization's wallet is not empty");
       const now = ctx.clock.now();
       await tx.update(organizations).set({ deletedAt: now }).where(eq(organizations.id, orgId));
       await tx.update(orgInvites).set({ revokedAt: now }).where(and(eq(orgInvites.orgId, orgId), isNull(orgInvites.acceptedAt), isNull(orgInvites.revokedAt)));
@@ -339,10 +339,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
 
   const membership: OrgMembership = {
     memberOf: (orgId, userId) => memberOf(orgId, userId),
-    async keyChanged(on, change) {
-      const email = (await deps.accounts.emailsOf([change.actorId])).get(change.actorId) ?? null;
-      await record(on, { userId: change.actorId, email }, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy });
-    },
+    keyChanged: (on, change) => record(on, change.actor, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy }),
   };
 
   return { membership, walletOf, create, list: async (userId: string) => ({ orgs: await views(userId) }), get, rename, remove, members, updateMember, removeMember, invite, invites, revokeInvite, accept, auditLog };
