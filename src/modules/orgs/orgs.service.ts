@@ -24,6 +24,8 @@ import { exactMajorToMicros, microsToDecimal } from '../../platform/money';
 import { orgInvites, orgMembers, organizations } from './orgs.tables';
 
 const INVITE_TTL_MS = 7 * 24 * 3600_000;
+/** Invitations an organization may send a day: each is a mail to any address, so a bound keeps the site from relaying spam. */
+const INVITES_PER_DAY = 100;
 
 export interface OrgsDeps {
   accounts: Pick<AccountsService, 'emailsOf' | 'email' | 'removeOrgMember' | 'changeOrgMember' | 'deleteOrgKeys'>;
@@ -262,6 +264,11 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
       orgName = (await lockOrg(tx, orgId)).name;
       const me = await requireManager(orgId, actor.userId, tx);
       if (input.role === 'owner' && me.role !== 'owner') throw new AppError('forbidden', 'only owners may invite owners');
+      const [sent] = await tx
+        .select({ n: count() })
+        .from(orgInvites)
+        .where(and(eq(orgInvites.orgId, orgId), gt(orgInvites.createdAt, new Date(now.getTime() - 24 * 3600_000))));
+      if (Number(sent?.n ?? 0) >= INVITES_PER_DAY) throw new AppError('rate_limited', `an organization may send ${INVITES_PER_DAY} invitations a day`);
       [row] = await tx
         .insert(orgInvites)
         .values({ id: newId('ivt'), orgId, email, role: input.role, tokenHash: sha256Hex(token), invitedBy: actor.userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) })

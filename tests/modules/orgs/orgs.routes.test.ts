@@ -144,6 +144,16 @@ for (const kind of DB_KINDS) {
       expect((await t.request('GET', `/api/orgs/${org2}`, { token: owner.token })).status).toBe(404);
     });
 
+    test('an organization sends at most 100 invitations a day (each is a mail to any address)', async () => {
+      const busy = (await t.request('POST', '/api/orgs', { token: owner.token, body: { name: 'Busy' } })).body.id;
+      for (let i = 0; i < 100; i++) {
+        expect((await t.request('POST', `/api/orgs/${busy}/invites`, { token: owner.token, body: { email: `guest${i}@example.com`, role: 'member' } })).status).toBe(201);
+      }
+      const refused = await t.request('POST', `/api/orgs/${busy}/invites`, { token: owner.token, body: { email: 'one-more@example.com', role: 'member' } });
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ error: 'an organization may send 100 invitations a day' });
+    });
+
     test('bad input is 400 with an error; unknown ids are 404; nothing is 500', async () => {
       for (const body of [{}, { name: '' }, { name: 'n'.repeat(101) }, { name: 5 }, '{"name":', []]) {
         const res = await t.request('POST', '/api/orgs', { token: owner.token, body });
