@@ -22,6 +22,7 @@ import m19 from '../../../migrations/0019_webhooks.sql' with { type: 'text' };
 import m20 from '../../../migrations/0020_market_pricing.sql' with { type: 'text' };
 import m21 from '../../../migrations/0021_stored_responses.sql' with { type: 'text' };
 import m22 from '../../../migrations/0022_router_backend_format.sql' with { type: 'text' };
+import m23 from '../../../migrations/0023_organizations.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -48,4 +49,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0020_market_pricing', sql: m20 },
   { name: '0021_stored_responses', sql: m21 },
   { name: '0022_router_backend_format', sql: m22 },
+  { name: '0023_organizations', sql: m23 },
 ];
