@@ -431,8 +431,17 @@ export function createAccountsService(ctx: AppContext) {
         await keys.revokeOrgKeys(tx, orgId, userId);
         return true;
       }),
-    /** Runs `change` (a member's role or cap) and makes every replica reload the member's keys before answering. */
-    changeOrgMember: (orgId: string, userId: string, change: (tx: DbOrTx) => Promise<boolean>) => keyCache.refreshMemberKeys(orgId, userId, change),
+    /**
+     * Runs `change` (a member's role or cap) and makes every replica reload the member's keys before
+     * answering; when `change` asks for it (an owner stepped down), the member's keys are revoked too.
+     */
+    changeOrgMember: (orgId: string, userId: string, change: (tx: DbOrTx) => Promise<{ revokeKeys: boolean } | false>) =>
+      keyCache.refreshMemberKeys(orgId, userId, async (tx) => {
+        const changed = await change(tx);
+        if (!changed) return false;
+        if (changed.revokeKeys) await keys.revokeOrgKeys(tx, orgId, userId);
+        return true;
+      }),
     /** Runs `change` (which deletes an organization) and revokes all of its keys on every replica. */
     deleteOrgKeys: (orgId: string, change: (tx: DbOrTx) => Promise<boolean>) =>
       keyCache.refuseOrgKeys(orgId, async (tx) => {

@@ -194,7 +194,9 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
 
   /**
    * Owners and admins change a member's role or cap; only owners touch an owner or make one, and
-   * the last owner stays one (409). Every replica reloads the member's keys (their cap) before the answer.
+   * the last owner stays one (409). Every replica reloads the member's keys (their cap) before the
+   * answer. An owner who is demoted loses the organization's keys they made, as a removed member does:
+   * keys made with an owner's trust are not left running under a lesser role; they make new ones.
    */
   async function updateMember(actor: Actor, orgId: string, userId: string, patch: MemberPatch) {
     let updated: typeof orgMembers.$inferSelect | undefined;
@@ -219,7 +221,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
         spend_limit: cap.spendLimitMicros === null ? null : microsToDecimal(cap.spendLimitMicros),
         spend_period: cap.spendPeriod,
       });
-      return true;
+      return { revokeKeys: current.role === 'owner' && role !== 'owner' };
     });
     const emails = await deps.accounts.emailsOf([userId]);
     const [spent] = (await deps.spentBy([{ keyId: memberBudgetId(orgId, userId), period: (updated!.spendPeriod as SpendPeriod | null) ?? 'total' }])).values();

@@ -90,9 +90,17 @@ for (const kind of DB_KINDS) {
       expect(leave.status).toBe(409);
       expect(leave.body).toEqual({ error: 'an organization needs at least one owner' });
       expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${owner.id}`, { token: owner.token, body: { role: 'admin' } })).status).toBe(409);
-      // With a second owner the first may step down.
+      // With a second owner the first may step down, and loses the organization's keys it made;
+      // a cap change keeps a member's keys.
+      const ownersKey = (await t.request('POST', '/api/api-keys', { token: owner.token, body: { name: 'owner key', org_id: orgId } })).body;
+      const membersKey = (await t.request('POST', '/api/api-keys', { token: member.token, body: { name: 'member key', org_id: orgId } })).body;
+      expect((await t.request('GET', '/v1/models', { token: ownersKey.key })).status).toBe(200);
       expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${admin.id}`, { token: owner.token, body: { role: 'owner' } })).body.role).toBe('owner');
       expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${owner.id}`, { token: owner.token, body: { role: 'admin' } })).body.role).toBe('admin');
+      expect((await t.request('GET', '/v1/models', { token: ownersKey.key })).status).toBe(401);
+      expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${member.id}`, { token: owner.token, body: { spend_limit: 2 } })).status).toBe(200);
+      expect((await t.request('GET', '/v1/models', { token: membersKey.key })).status).toBe(200);
+      await t.request('DELETE', `/api/api-keys/${membersKey.id}`, { token: member.token });
       expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${owner.id}`, { token: admin.token, body: { role: 'owner' } })).body.role).toBe('owner');
     });
 
