@@ -6,6 +6,7 @@
  */
 import { and, eq, gt, inArray, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
+import { startLockedSweeper } from '../../platform/db/locked-sweeper';
 import { AppError } from '../../platform/errors';
 import { storedResponses } from './gateway.tables';
 
@@ -83,43 +84,17 @@ export function createResponseStore(ctx: AppContext) {
     return rows.flatMap((r) => [...items(r.input), ...items(r.output)]);
   }
 
-  /** One batch under the lock; null when another replica holds it. */
-  async function sweepBatch(): Promise<number | null> {
-    return db.transaction(async (tx) => {
-      const [lock] = await ctx.database.query<{ locked: boolean }>(sql`select pg_try_advisory_xact_lock(${SWEEP_LOCK_KEY}::bigint) as locked`, tx);
-      if (!lock?.locked) return null;
-      const expired = await tx.select({ id: storedResponses.id }).from(storedResponses).where(lt(storedResponses.expiresAt, ctx.clock.now())).limit(BATCH);
-      if (!expired.length) return 0;
-      await tx.delete(storedResponses).where(inArray(storedResponses.id, expired.map((e) => e.id)));
+  const { sweep } = startLockedSweeper(ctx, {
+    name: 'stored responses',
+    lockKey: SWEEP_LOCK_KEY,
+    everyMs: SWEEP_EVERY_MS,
+    batch: BATCH,
+    async deleteBatch(tx, limit) {
+      const expired = await tx.select({ id: storedResponses.id }).from(storedResponses).where(lt(storedResponses.expiresAt, ctx.clock.now())).limit(limit);
+      if (expired.length) await tx.delete(storedResponses).where(inArray(storedResponses.id, expired.map((e) => e.id)));
       return expired.length;
-    });
-  }
-
-  /** Deletes every expired response now (the periodic sweep runs on its own); answers how many this process deleted. */
-  async function sweep(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const n = await sweepBatch();
-      if (!n) return total;
-      total += n;
-      if (n < BATCH) return total;
-    }
-  }
-
-  let running = false;
-  const timer = setInterval(async () => {
-    if (running) return;
-    running = true;
-    try {
-      await sweep();
-    } catch (err) {
-      ctx.log.error({ err }, 'stored responses sweep failed');
-    } finally {
-      running = false;
-    }
-  }, SWEEP_EVERY_MS);
-  timer.unref?.();
-  ctx.onShutdown(() => clearInterval(timer));
+    },
+  });
 
   return { save, get, remove, conversation, sweep };
 }
