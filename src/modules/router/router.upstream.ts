@@ -196,27 +196,37 @@ export interface OpenedUpstream {
   rest: AsyncIterator<Chunk>;
 }
 
+type Timeouts = { connectMs: number; firstByteMs: number };
+
 /**
- * Opens a stream and reads up to the first meaningful chunk, so that a backend that fails before
- * producing a token can be failed over. Throws AttemptError.
+ * Posts, then reads an event stream up to its first event with output (`isOutput`, which may throw
+ * to fail the attempt), so that a backend that fails before producing any can be failed over.
+ * Throws AttemptError.
  */
-export async function openStreamOnce(upstream: Upstream, payload: string, control: AttemptControl, timeouts: { connectMs: number; firstByteMs: number }): Promise<OpenedUpstream> {
+async function openEvents<T>(
+  request: { upstream: Upstream; payload: string; path?: string; headers?: Record<string, string> },
+  control: AttemptControl,
+  timeouts: Timeouts,
+  eventsOf: (reader: BodyReader) => AsyncIterator<T>,
+  isOutput: (event: T) => boolean,
+): Promise<{ head: T[]; rest: AsyncIterator<T> }> {
   control.arm(timeouts.connectMs, 'upstream connect');
   try {
-    const res = await post(upstream, payload, control.signal);
+    const res = await post(request.upstream, request.payload, control.signal, request.path, request.headers);
     if (!res.ok) throw await errorFromStatus(res);
     if (!(res.header('content-type') ?? '').includes('text/event-stream')) {
       res.cancel();
       throw new AttemptError('upstream', 'upstream answered something that is not an event stream');
     }
     control.arm(timeouts.firstByteMs, 'upstream first token');
-    const rest = chunksOf(res.reader());
-    const head: Chunk[] = [];
+    const rest = eventsOf(res.reader());
+    const head: T[] = [];
     for (;;) {
       const { value, done } = await rest.next();
       if (done) throw new AttemptError('upstream', 'upstream stream ended before any token');
+      const output = isOutput(value);
       head.push(value);
-      if (isMeaningful(value)) break;
+      if (output) break;
     }
     control.disarm();
     return { head, rest };
@@ -225,6 +235,10 @@ export async function openStreamOnce(upstream: Upstream, payload: string, contro
     throw failureOf(err, control);
   }
 }
+
+/** Opens a chat completions stream and reads up to the first meaningful chunk. Throws AttemptError. */
+export const openStreamOnce = (upstream: Upstream, payload: string, control: AttemptControl, timeouts: Timeouts): Promise<OpenedUpstream> =>
+  openEvents({ upstream, payload }, control, timeouts, chunksOf, isMeaningful);
 
 /** One event of a Messages API stream: its name and its data as sent (forwarded unchanged). */
 export interface MessageEvent {
@@ -241,43 +255,13 @@ export interface OpenedMessages {
   rest: AsyncIterator<MessageEvent>;
 }
 
-/**
- * Opens a Messages API stream on an anthropic-format backend and reads up to its first event with
- * output, so that a backend that fails before any can be failed over. Throws AttemptError.
- */
-export async function openMessagesOnce(
-  upstream: Upstream,
-  payload: string,
-  headers: Record<string, string>,
-  control: AttemptControl,
-  timeouts: { connectMs: number; firstByteMs: number },
-): Promise<OpenedMessages> {
-  control.arm(timeouts.connectMs, 'upstream connect');
-  try {
-    const res = await post(upstream, payload, control.signal, '/v1/messages', headers);
-    if (!res.ok) throw await errorFromStatus(res);
-    if (!(res.header('content-type') ?? '').includes('text/event-stream')) {
-      res.cancel();
-      throw new AttemptError('upstream', 'upstream answered something that is not an event stream');
-    }
-    control.arm(timeouts.firstByteMs, 'upstream first token');
-    const rest = messageEventsOf(res.reader());
-    const head: MessageEvent[] = [];
-    for (;;) {
-      const { value, done } = await rest.next();
-      if (done) throw new AttemptError('upstream', 'upstream stream ended before any token');
-      // An error before any output is a failed attempt: another backend may answer.
-      if (value.event === 'error') throw new AttemptError('upstream', `upstream stream error: ${value.raw}`);
-      head.push(value);
-      if (MESSAGE_OUTPUT.has(value.event)) break;
-    }
-    control.disarm();
-    return { head, rest };
-  } catch (err) {
-    control.disarm();
-    throw failureOf(err, control);
-  }
-}
+/** Opens a Messages API stream on an anthropic-format backend and reads up to its first event with output. Throws AttemptError. */
+export const openMessagesOnce = (upstream: Upstream, payload: string, headers: Record<string, string>, control: AttemptControl, timeouts: Timeouts): Promise<OpenedMessages> =>
+  openEvents({ upstream, payload, path: '/v1/messages', headers }, control, timeouts, messageEventsOf, (event) => {
+    // An error before any output is a failed attempt: another backend may answer.
+    if (event.event === 'error') throw new AttemptError('upstream', `upstream stream error: ${event.raw}`);
+    return MESSAGE_OUTPUT.has(event.event);
+  });
 
 /** The events of a Messages API stream until `message_stop` or the body's end. */
 async function* messageEventsOf(reader: BodyReader): AsyncGenerator<MessageEvent> {
