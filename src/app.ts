@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 import { accountEmailRoutes, accountsRoutes, createAccountsService, createIdentities, createOAuth, createPhoneCodes, oauthRoutes, phoneRoutes } from './modules/accounts';
 import { adminRoutes, createAdminService } from './modules/admin';
 import { createAuditService } from './modules/audit';
-import { createOrgsService, orgsRoutes } from './modules/orgs';
+import { createOrgDirectory, createOrgMoneyAudit, createOrgsService, orgsRoutes } from './modules/orgs';
 import { agentAuthPlugin, agentPrincipal, agentsRoutes, createAgentsService } from './modules/agents';
 import { createSiteService, siteRoutes } from './modules/site';
 import { billingRoutes, createBillingService, PROVIDER_BODY_PATHS, redemptionRoutes } from './modules/billing';
@@ -60,11 +60,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   site.addPage({ path: '/downloads', lastmod: () => releases.newestHeldPublication() });
   const webhooks = createWebhooksService(ctx, { onEndpointDisabled: (userId, url) => accounts.notifications.webhookDisabled(userId, url), ...opts.webhooks });
   if (!opts.webhooks?.manual) webhooks.startWorker();
-  const billing = createBillingService(ctx, { events: webhooks.events });
+  // An organization's money changes are entries of its audit log, written with the money.
+  const billing = createBillingService(ctx, { events: webhooks.events, audit: createOrgMoneyAudit({ audit, emailsOf: accounts.emailsOf }) });
   billing.startSweeper();
   const router = createRouterService(ctx, { pricing, billing, keyLimitsOf: accounts.keyLimitsOf, keyEvents: webhooks.events, audit });
   const orgs = createOrgsService(ctx, { accounts, audit, balances: billing.getBalancesMicros, spentBy: router.keySpentBy });
-  accounts.useOrgs(orgs.membership);
+  const orgDirectory = createOrgDirectory(ctx);
+  accounts.useOrgs(orgs.membership, orgDirectory);
   // Each cache LISTENs, then reads; the LISTEN connection opens once for all. One after the other
   // (start-up time, docs/design/start-up.md): the reads take well under a millisecond each on the pool's
   // one open connection, while reads side by side made the pool open two more (~5 ms of
@@ -84,7 +86,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}) {
   const gateway = createGatewayService(ctx, router, captures);
   // Gateway requests and streamed agent turns may stay silent this long (platform/http/listen's holdOpen).
   const silenceSeconds = requestSilenceSeconds(ctx.config.router);
-  const admin = createAdminService(ctx, { accounts, billing, audit, priceGroups: pricing.groups });
+  const admin = createAdminService(ctx, { accounts, billing, audit, orgs: orgDirectory, priceGroups: pricing.groups });
   const agents = createAgentsService(ctx, { models: router });
   // Started by `cpd serve` when ENGINES is set; stopping it is a no-op when it never started.
   const runtime = createSupervisor(ctx, { registry, router });

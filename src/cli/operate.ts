@@ -7,6 +7,7 @@
 import { loadConfig } from '../config';
 import { createAccountsService } from '../modules/accounts';
 import { createAdminService } from '../modules/admin';
+import { createOrgDirectory, createOrgMoneyAudit } from '../modules/orgs';
 import { createAuditService } from '../modules/audit';
 import { createBillingService } from '../modules/billing';
 import { createPricingService } from '../modules/pricing';
@@ -23,7 +24,9 @@ export async function operate(command: string, op: Operation): Promise<void> {
     await requireExistingSchema(ctx);
     await migrateForCommand(ctx);
     const accounts = createAccountsService(ctx);
-    const admin = createAdminService(ctx, { accounts, billing: createBillingService(ctx), audit: createAuditService(ctx), priceGroups: createPricingService(ctx).groups });
+    const audit = createAuditService(ctx);
+    const billing = createBillingService(ctx, { audit: createOrgMoneyAudit({ audit, emailsOf: accounts.emailsOf }) });
+    const admin = createAdminService(ctx, { accounts, billing, audit, orgs: createOrgDirectory(ctx), priceGroups: createPricingService(ctx).groups });
     const answer = await op({ admin, accounts });
     if (answer !== undefined) console.log(JSON.stringify(answer));
   } catch (err) {

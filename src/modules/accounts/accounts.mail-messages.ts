@@ -13,6 +13,9 @@ export type MailContent =
   /** `document`: a receipt to open (international site) or an invoice to request (China site). */
   | { kind: 'payment_received'; amount: string; paymentId: string; link: string; document: 'receipt' | 'invoice' }
   | { kind: 'refund'; amount: string; paymentId: string }
+  /** The same two for an organization's wallet, mailed to its owners and admins (`org`: its name). */
+  | { kind: 'org_payment_received'; org: string; amount: string; paymentId: string; link: string; document: 'receipt' | 'invoice' }
+  | { kind: 'org_refund'; org: string; amount: string; paymentId: string }
   | { kind: 'low_balance'; balance: string; threshold: string; link: string }
   /** `origin`: the endpoint's scheme and host only (its path may hold the receiver's own token). */
   | { kind: 'webhook_disabled'; origin: string; link: string }
@@ -57,6 +60,18 @@ const en: Templates = {
     subject: 'Payment received: {amount}',
     lines: ['We received your payment {paymentId} of {amount}; it is in your {site} wallet.'],
     action: { receipt: 'View the receipt', invoice: 'Request an invoice' },
+  },
+  org_payment_received: {
+    subject: 'Payment received for {org}: {amount}',
+    lines: ['We received the payment {paymentId} of {amount} for the organization {org}; it is in its {site} wallet.', 'You receive this mail as an owner or admin of {org}.'],
+    action: { receipt: 'View the receipt', invoice: 'Request an invoice' },
+  },
+  org_refund: {
+    subject: 'Refund for {org}: {amount}',
+    lines: [
+      "{amount} of the organization {org}'s payment {paymentId} was refunded; its wallet was reduced by that amount.",
+      'The money reaches the account that paid in the time its bank or payment service takes. You receive this mail as an owner or admin of {org}.',
+    ],
   },
   refund: {
     subject: 'Refund: {amount}',
@@ -105,6 +120,15 @@ const zh: Templates = {
     lines: ['我们已收到您的付款 {paymentId}，金额 {amount}，已存入您的 {site} 钱包。'],
     action: { receipt: '查看收据', invoice: '申请发票' },
   },
+  org_payment_received: {
+    subject: '组织 {org} 已收到付款：{amount}',
+    lines: ['我们已收到组织 {org} 的付款 {paymentId}，金额 {amount}，已存入该组织的 {site} 钱包。', '您是 {org} 的所有者或管理员，因此收到此邮件。'],
+    action: { receipt: '查看收据', invoice: '申请发票' },
+  },
+  org_refund: {
+    subject: '组织 {org} 退款：{amount}',
+    lines: ['组织 {org} 的付款 {paymentId} 已退款 {amount}，该组织钱包余额相应减少。', '款项到账时间取决于付款方的银行或支付服务。您是 {org} 的所有者或管理员，因此收到此邮件。'],
+  },
   refund: {
     subject: '退款：{amount}',
     lines: ['您的付款 {paymentId} 已退款 {amount}，钱包余额相应减少。', '款项到账时间取决于您的银行或支付服务。'],
@@ -143,7 +167,7 @@ export function renderMail(content: MailContent, locale: Language, site: string)
   const lines = template.lines.map(fill);
   const link = 'link' in content ? content.link : null;
   const signature = fill(SIGNATURE);
-  const label = typeof template.action === 'object' ? template.action[content.kind === 'payment_received' ? content.document : 'receipt'] : template.action;
+  const label = typeof template.action === 'object' ? template.action['document' in content ? content.document : 'receipt'] : template.action;
   const action = label ? fill(label) : null;
   const text = [...lines, ...(link ? [`${action ? `${action}: ` : ''}${link}`] : []), signature].join('\n\n');
   const html = `<!doctype html>

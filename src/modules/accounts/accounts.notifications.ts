@@ -16,6 +16,7 @@ import type { Language } from '../../platform/http/language';
 import { exactMajorToMicros, toMajor } from '../../platform/money';
 import type { MoneyEvent } from '../billing';
 import type { EmailAccounts } from './accounts.email';
+import type { OrgManagers } from './accounts.org-port';
 import { users } from './accounts.tables';
 
 /** What the accounts module needs of the wallets (billing's service provides it). */
@@ -31,7 +32,7 @@ export interface WalletFeed {
 const GATHER_MS = 200;
 const CHUNK = 1000;
 
-export function createAccountNotifications(ctx: AppContext, email: EmailAccounts, mailEnabled: boolean) {
+export function createAccountNotifications(ctx: AppContext, email: EmailAccounts, mailEnabled: boolean, orgs: () => OrgManagers) {
   const { db } = ctx.database;
   const { log, config } = ctx;
   const changed = new Set<string>();
@@ -42,27 +43,44 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
   const money = (micros: bigint, currency: string, locale: string) =>
     new Intl.NumberFormat(locale, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(toMajor(micros));
 
+  const recipientColumns = { id: users.id, email: users.email, locale: users.locale };
+
   async function recipient(userId: string) {
-    const [row] = await db.select({ id: users.id, email: users.email, locale: users.locale }).from(users).where(eq(users.id, userId)).limit(1);
+    const [row] = await db.select(recipientColumns).from(users).where(eq(users.id, userId)).limit(1);
     return row ?? null;
   }
 
-  async function paymentPaid(userId: string, paymentId: string, amountMicros: bigint, currency: string) {
-    const user = await recipient(userId);
-    if (!user) return;
-    const invoice = config.site === 'cn';
-    email.mail(user, {
-      kind: 'payment_received',
-      amount: money(amountMicros, currency, email.localeOf(user)),
-      paymentId,
-      document: invoice ? 'invoice' : 'receipt',
-      link: invoice ? email.link('/console/invoices') : email.link(`/api/billing/receipts/${paymentId}/download`),
-    });
+  type Recipient = NonNullable<Awaited<ReturnType<typeof recipient>>>;
+
+  /**
+   * Who hears of a wallet's money: its account, or an organization's owners and admins (with the
+   * organization's name); nobody when the wallet's owner is gone.
+   */
+  async function walletRecipients(walletId: string): Promise<{ people: Recipient[]; org: string | null }> {
+    const user = await recipient(walletId);
+    if (user) return { people: [user], org: null };
+    const managers = await orgs().managers(walletId);
+    if (!managers) return { people: [], org: null };
+    return { people: await db.select(recipientColumns).from(users).where(inArray(users.id, managers.userIds)), org: managers.name };
   }
 
-  async function refunded(userId: string, paymentId: string, amountMicros: bigint, currency: string) {
-    const user = await recipient(userId);
-    if (user) email.mail(user, { kind: 'refund', amount: money(amountMicros, currency, email.localeOf(user)), paymentId });
+  async function paymentPaid(walletId: string, paymentId: string, amountMicros: bigint, currency: string) {
+    const { people, org } = await walletRecipients(walletId);
+    const invoice = config.site === 'cn';
+    const document = invoice ? 'invoice' : 'receipt';
+    const link = invoice ? email.link('/console/invoices') : email.link(`/api/billing/receipts/${paymentId}/download`);
+    for (const person of people) {
+      const amount = money(amountMicros, currency, email.localeOf(person));
+      email.mail(person, org === null ? { kind: 'payment_received', amount, paymentId, document, link } : { kind: 'org_payment_received', org, amount, paymentId, document, link });
+    }
+  }
+
+  async function refunded(walletId: string, paymentId: string, amountMicros: bigint, currency: string) {
+    const { people, org } = await walletRecipients(walletId);
+    for (const person of people) {
+      const amount = money(amountMicros, currency, email.localeOf(person));
+      email.mail(person, org === null ? { kind: 'refund', amount, paymentId } : { kind: 'org_refund', org, amount, paymentId });
+    }
   }
 
   async function checkLowBalances(userIds: string[]) {

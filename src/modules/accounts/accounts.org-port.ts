@@ -23,3 +23,10 @@ export interface OrgMembership {
 
 /** Before organizations are wired (the CLI, some tests): no one is a member of anything. */
 export const NO_ORGS: OrgMembership = { memberOf: async () => null, keyChanged: async () => {} };
+
+/** Who hears of an organization's money: its name and its owners and admins (null: no such organization). */
+export interface OrgManagers {
+  managers(orgId: string): Promise<{ name: string; userIds: string[] } | null>;
+}
+
+export const NO_ORG_MANAGERS: OrgManagers = { managers: async () => null };

@@ -14,7 +14,7 @@ import { checkPassword, createUserAdmin } from './accounts.admin';
 import { createApiKeyStore } from './accounts.api-keys';
 import { createEmailAccounts } from './accounts.email';
 import { createKeyCache } from './accounts.key-cache';
-import { NO_ORGS, type OrgMembership } from './accounts.org-port';
+import { NO_ORG_MANAGERS, NO_ORGS, type OrgManagers, type OrgMembership } from './accounts.org-port';
 import type { DbOrTx } from '../../platform/db';
 import { createMailer } from './accounts.mailer';
 import { createAccountNotifications } from './accounts.notifications';
@@ -81,13 +81,14 @@ function validateNewAccount(input: { email: string; password: string; phone?: st
 export function createAccountsService(ctx: AppContext) {
   const { db } = ctx.database;
   let orgs: OrgMembership = NO_ORGS;
+  let orgManagers: OrgManagers = NO_ORG_MANAGERS;
   const keyCache = createKeyCache(ctx, () => orgs);
   const keys = createApiKeyStore(ctx, keyCache, () => orgs);
   const admin = createUserAdmin(ctx, keyCache);
   const twoFactor = createTwoFactor(ctx);
   const mailer = createMailer(ctx);
   const email = createEmailAccounts(ctx, mailer);
-  const notifications = createAccountNotifications(ctx, email, mailer.enabled);
+  const notifications = createAccountNotifications(ctx, email, mailer.enabled, () => orgManagers);
   const limits = { login: namedLimiter(ctx, 'login'), loginAddress: namedLimiter(ctx, 'login_address'), register: namedLimiter(ctx, 'register'), twofa: namedLimiter(ctx, 'twofa') };
   // Made soon after start-up, so even an early unknown identifier costs one hash like a wrong
   // password does; not during it: one argon2 hash is ~20 ms of CPU (docs/design/start-up.md).
@@ -366,9 +367,9 @@ export function createAccountsService(ctx: AppContext) {
   }
 
   /** Emails by user id, for reports (router cost rows show the account's email; the phone of an account that has none). */
-  async function emailsOf(userIds: string[]): Promise<Map<string, string>> {
+  async function emailsOf(userIds: string[], on: DbOrTx = db): Promise<Map<string, string>> {
     if (userIds.length === 0) return new Map();
-    const rows = await db
+    const rows = await on
       .select({ id: users.id, email: users.email, phone: users.phone })
       .from(users)
       .where(sql`${users.id} in ${userIds}`);
@@ -413,9 +414,10 @@ export function createAccountsService(ctx: AppContext) {
     /** Whether an API key's requests are captured (from the key cache; false for an unknown key). */
     keyCaptures: async (keyId: string) => (await keyCache.limitsOf(keyId))?.capture === true,
     revokeApiKey: keys.revokeApiKey,
-    /** Wires organizations in (app.ts, once the orgs module exists): its keys' membership and caps. */
-    useOrgs(membership: OrgMembership) {
+    /** Wires organizations in (app.ts, once the orgs module exists): its keys' membership and caps, and who hears of its money. */
+    useOrgs(membership: OrgMembership, managers: OrgManagers = NO_ORG_MANAGERS) {
       orgs = membership;
+      orgManagers = managers;
     },
     /** Outgoing mail (invitations); `enabled` false when no mail is configured. */
     mailer,

@@ -1,4 +1,4 @@
-/** /api/admin/users, /api/admin/payments, /api/admin/audit: admin sessions only (403 for others, 401 without). */
+/** /api/admin/users, /api/admin/orgs, /api/admin/payments, /api/admin/audit: admin sessions only (403 for others, 401 without). */
 import { Elysia } from 'elysia';
 import type { authPlugin, Caller } from '../../platform/http/auth';
 import type { AdminService } from './admin.service';
@@ -49,6 +49,40 @@ export const adminRoutes = ({ auth, admin }: { auth: ReturnType<typeof authPlugi
         headers: s.IdempotencyHeaders,
         response: { 201: s.Transaction },
         detail: { summary: 'A signed wallet adjustment with a reason (Idempotency-Key)' },
+      },
+    )
+    .get('/api/admin/orgs', ({ query }) => admin.listOrgs({ ...query, limit: query.limit ?? 50 }), {
+      auth: ['admin'],
+      query: s.OrgListQuery,
+      response: { 200: s.AdminOrgList },
+      detail: { summary: 'Organizations with their balances, newest first; q matches the name or id' },
+    })
+    .get('/api/admin/orgs/:id', ({ params }) => admin.getOrg(params.id), {
+      auth: ['admin'],
+      params: s.IdParams,
+      response: { 200: s.AdminOrgDetail },
+      detail: { summary: 'One organization with its balance and members' },
+    })
+    .get('/api/admin/orgs/:id/transactions', ({ params, query }) => admin.orgTransactions(params.id, { ...query, limit: query.limit ?? 50 }), {
+      auth: ['admin'],
+      params: s.IdParams,
+      query: s.TransactionListQuery,
+      response: { 200: s.TransactionList },
+      detail: { summary: "An organization's ledger, newest first" },
+    })
+    .post(
+      '/api/admin/orgs/:id/adjustments',
+      async ({ caller, params, body, headers, set }) => {
+        set.status = 201;
+        return admin.adjustOrg(actorOf(caller), params.id, body, headers['idempotency-key']);
+      },
+      {
+        auth: ['admin'],
+        params: s.IdParams,
+        body: s.AdjustmentBody,
+        headers: s.IdempotencyHeaders,
+        response: { 201: s.Transaction },
+        detail: { summary: "A signed adjustment of an organization's wallet with a reason (Idempotency-Key)" },
       },
     )
     .get('/api/admin/payments', ({ query }) => admin.listPayments({ ...query, limit: query.limit ?? 50 }), {

@@ -1,4 +1,4 @@
-/** Request and response schemas of /api/admin/users, /payments and /audit. */
+/** Request and response schemas of /api/admin/users, /orgs, /payments and /audit. */
 import { t } from 'elysia';
 
 const limit = t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 }));
@@ -101,3 +101,21 @@ export const AuditList = t.Object({
   ),
   next_cursor: t.Union([t.String(), t.Null()]),
 });
+
+export const OrgListQuery = t.Object({ q: t.Optional(t.String({ maxLength: 128, description: "part of an organization's name or id" })), limit, cursor });
+export const TransactionListQuery = t.Object({ limit, cursor });
+
+const AdminOrgFields = {
+  id: t.String(),
+  name: t.String(),
+  currency: t.String(),
+  balance: t.Number(),
+  member_count: t.Integer(),
+  created_at: t.String(),
+};
+export const AdminOrgList = t.Object({ orgs: t.Array(t.Object(AdminOrgFields)), next_cursor: t.Union([t.String(), t.Null()]) });
+export const AdminOrgDetail = t.Object({
+  ...AdminOrgFields,
+  members: t.Array(t.Object({ user_id: t.String(), email: t.Union([t.String(), t.Null()]), role: t.String(), joined_at: t.String() })),
+});
+export const TransactionList = t.Object({ transactions: t.Array(Transaction.properties.transaction), next_cursor: t.Union([t.String(), t.Null()]) });

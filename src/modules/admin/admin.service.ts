@@ -7,6 +7,7 @@
 import type { AccountsService } from '../accounts';
 import type { AuditActor, AuditService } from '../audit';
 import type { BillingService } from '../billing';
+import type { OrgDirectory } from '../orgs';
 import type { AppContext } from '../../app-context';
 import { toMajor } from '../../platform/money';
 
@@ -14,6 +15,8 @@ export interface AdminDeps {
   accounts: AccountsService;
   billing: BillingService;
   audit: AuditService;
+  /** Organizations as the platform sees them (their wallets are billing's, keyed by the organization's id). */
+  orgs: OrgDirectory;
   /** The pricing module's price groups: each user's group, and placing a user in one. */
   priceGroups: { namesOf(userIds: string[]): Promise<Map<string, string>>; assign(userId: string, name: string): Promise<void> };
 }
@@ -33,7 +36,7 @@ export interface RefundRequest {
 
 const actorIdOf = (actor: AuditActor) => (actor === 'cli' ? null : actor.userId);
 
-export function createAdminService(ctx: AppContext, { accounts, billing, audit, priceGroups }: AdminDeps) {
+export function createAdminService(ctx: AppContext, { accounts, billing, audit, orgs, priceGroups }: AdminDeps) {
   const currency = ctx.config.currency;
 
   async function withBalances<T extends { id: string }>(rows: T[]) {
@@ -75,12 +78,23 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit, 
     await audit.record({ actor, action: 'user.password', target: id, details: { sessions_ended: true } });
   }
 
-  /** 404 for an unknown account; the entry and its audit record commit together (a replay records nothing). */
+  /** An account's wallet: 404 for an unknown account. */
   async function adjust(actor: AuditActor, userId: string, body: AdjustmentRequest, idempotencyKey?: string) {
     await accounts.getUserDetail(userId);
+    return adjustWallet(actor, userId, body, idempotencyKey);
+  }
+
+  /** An organization's wallet: 404 for an unknown or deleted organization. Its owners and admins see the audit entry in its log. */
+  async function adjustOrg(actor: AuditActor, orgId: string, body: AdjustmentRequest, idempotencyKey?: string) {
+    await orgs.get(orgId);
+    return adjustWallet(actor, orgId, body, idempotencyKey);
+  }
+
+  /** The entry and its audit record (whose target is the wallet's owner) commit together; a replay records nothing. */
+  async function adjustWallet(actor: AuditActor, walletId: string, body: AdjustmentRequest, idempotencyKey?: string) {
     return ctx.database.db.transaction(async (tx) => {
       const { transaction, applied } = await billing.adjust(tx, {
-        userId,
+        userId: walletId,
         amount: body.amount,
         reason: body.reason,
         allowNegative: body.allow_negative,
@@ -88,12 +102,30 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit, 
       });
       if (applied) {
         await audit.record(
-          { actor, action: 'wallet.adjust', target: userId, details: { transaction_id: transaction.id, amount: transaction.amount, currency, reason: body.reason, allow_negative: body.allow_negative ?? false } },
+          { actor, action: 'wallet.adjust', target: walletId, details: { transaction_id: transaction.id, amount: transaction.amount, currency, reason: body.reason, allow_negative: body.allow_negative ?? false } },
           tx,
         );
       }
       return { transaction };
     });
+  }
+
+  async function listOrgs(query: { q?: string; limit: number; cursor?: string }) {
+    const { orgs: rows, next_cursor } = await orgs.list(query);
+    const balances = await billing.getBalancesMicros(rows.map((o) => o.id));
+    return { orgs: rows.map((o) => ({ ...o, balance: toMajor(balances.get(o.id) ?? 0n) })), next_cursor };
+  }
+
+  /** One organization with its balance and its members' emails. */
+  async function getOrg(id: string) {
+    const org = await orgs.get(id);
+    const [balances, emails] = await Promise.all([billing.getBalancesMicros([id]), accounts.emailsOf(org.members.map((m) => m.user_id))]);
+    return { ...org, balance: toMajor(balances.get(id) ?? 0n), members: org.members.map((m) => ({ ...m, email: emails.get(m.user_id) ?? null })) };
+  }
+
+  async function orgTransactions(id: string, query: { limit: number; cursor?: string }) {
+    await orgs.get(id);
+    return billing.ledger.listTransactions(id, query);
   }
 
   async function listPayments(query: { limit: number; cursor?: string; status?: string; provider?: string; user_id?: string }) {
@@ -145,7 +177,7 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit, 
     return { ...payment, email: emails.get(payment.user_id) ?? null };
   }
 
-  return { listUsers, getUser, updateUser, setPassword, adjust, listPayments, reconcilePayment, refundPayment, listAudit: audit.list };
+  return { listUsers, getUser, updateUser, setPassword, adjust, adjustOrg, listOrgs, getOrg, orgTransactions, listPayments, reconcilePayment, refundPayment, listAudit: audit.list };
 }
 
 export type AdminService = ReturnType<typeof createAdminService>;

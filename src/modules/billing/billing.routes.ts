@@ -58,7 +58,7 @@ const invoiceRoutes = (auth: BillingRoutesDeps['auth'], billing: BillingService,
       '/api/billing/invoices',
       async ({ caller, body, set }) => {
         const { org_id, ...input } = body;
-        const invoice = await billing.invoices.createInvoice(await walletOf(caller.userId, org_id), input);
+        const invoice = await billing.invoices.createInvoice(await walletOf(caller.userId, org_id), input, caller.userId);
         set.status = 201;
         return invoice;
       },
@@ -112,7 +112,7 @@ export const billingRoutes = ({ auth, billing, config, requirePayer, walletOf = 
         const wallet = await walletOf(caller.userId, org_id);
         await requirePayer?.(caller.userId);
         set.status = 201;
-        return payments.create(wallet, input, headers['idempotency-key']);
+        return payments.create(wallet, input, headers['idempotency-key'], caller.userId);
       },
       { auth: ['session'], body: s.CreatePaymentBody, headers: s.IdempotencyHeaders, detail: { summary: "Start a top-up (of an organization's wallet with org_id)" } },
     )

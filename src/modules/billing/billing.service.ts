@@ -53,7 +53,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
   // and announced after it commits (mails, `onMoneyEvent`).
   const announcements = createMoneyEvents(ctx.log);
   const payments = createPayments(ctx, ledger, providers, opts, announcements);
-  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs, events: opts.events }, announcements);
+  const refunds = createRefunds(ctx, ledger, providers, payments, { retryEveryMs: opts.recheckEveryMs, events: opts.events, audit: opts.audit }, announcements);
   const notifications = createNotifications(ctx, providers, payments, refunds);
   const adjustments = createAdjustments(ledger);
   return {
@@ -69,7 +69,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
     refunds,
     /** Provider notifications (the webhook route and the sandbox checkout's buttons). */
     notifications,
-    invoices: createInvoices(ctx, payments, refunds, opts.events),
+    invoices: createInvoices(ctx, payments, refunds, opts.events, opts.audit),
     /** The sandbox provider's checkout pages; null in live mode, where their routes do not exist. */
     sandbox: ctx.config.paymentMode === 'sandbox' ? createSandboxCheckout(ctx, notifications) : null,
     /**

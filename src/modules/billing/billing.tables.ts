@@ -63,6 +63,8 @@ export const payments = pgTable(
   {
     id: text('id').primaryKey(),
     userId: text('user_id').notNull(),
+    /** The account that started it (an organization's member paying its wallet); null for payments made before this was kept. */
+    createdBy: text('created_by'),
     provider: text('provider').notNull(),
     amountMicros: micros('amount_micros').notNull(),
     currency: text('currency').notNull(),

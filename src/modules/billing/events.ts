@@ -3,6 +3,7 @@
  * paid, a refund succeeded. Emitted after the transaction that made them committed, in the
  * process that committed it; a listener's failure is logged and never reaches the payment path.
  */
+import type { DbOrTx } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 
 export type MoneyEvent =
@@ -28,3 +29,16 @@ export function createMoneyEvents(log: Logger) {
 }
 
 export type MoneyEvents = ReturnType<typeof createMoneyEvents>;
+
+/**
+ * Where billing records a money change of a wallet in the audit log (the orgs module records those
+ * of an organization's wallet), in the transaction that moved the money: it commits or rolls back
+ * with it. `actorId`: the account that asked for it; null when no person did (a provider's notice).
+ */
+export interface MoneyAudit {
+  record(on: DbOrTx, change: { walletId: string; action: MoneyAuditAction; actorId: string | null; details: Record<string, unknown> }): Promise<void>;
+}
+
+export type MoneyAuditAction = 'payment.paid' | 'payment.refund' | 'payment.refund_reversed' | 'invoice.issue';
+
+export const NO_MONEY_AUDIT: MoneyAudit = { record: async () => {} };

@@ -10,6 +10,7 @@ import { newId } from '../../platform/ids';
 import { invoices } from './billing.tables';
 import { htmlAttachment, invoiceHtml, receiptHtml } from './documents';
 import { toMajor } from './money';
+import { type MoneyAudit, NO_MONEY_AUDIT } from './events';
 import { type BillingEvents, NO_EVENTS, type Payments } from './payments.service';
 import type { Refunds } from './refunds.service';
 
@@ -21,7 +22,7 @@ const TAX_ID = /^(?:[0-9A-HJ-NP-RTUW-Y]{18}|[0-9A-Z]{15}|[0-9A-Z]{17}|[0-9A-Z]{2
 
 type Invoice = typeof invoices.$inferSelect;
 
-export function createInvoices(ctx: AppContext, paymentsService: Payments, refunds: Refunds, events: BillingEvents = NO_EVENTS) {
+export function createInvoices(ctx: AppContext, paymentsService: Payments, refunds: Refunds, events: BillingEvents = NO_EVENTS, audit: MoneyAudit = NO_MONEY_AUDIT) {
   const { db } = ctx.database;
   const { config } = ctx;
   const siteName = config.site === 'intl' ? 'cpd International' : 'cpd China';
@@ -32,7 +33,8 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments, refun
     return p;
   }
 
-  async function createInvoice(userId: string, input: { payment_id: string; title: string; tax_id?: string }) {
+  /** An invoice for a paid payment of `userId`'s wallet (a user's or an organization's), asked for by the account `requestedBy`. */
+  async function createInvoice(userId: string, input: { payment_id: string; title: string; tax_id?: string }, requestedBy: string = userId) {
     const title = input.title.trim();
     if (!title) throw new AppError('invalid', 'title is required');
     const taxId = input.tax_id?.trim().toUpperCase() || null;
@@ -55,12 +57,11 @@ export function createInvoices(ctx: AppContext, paymentsService: Payments, refun
         })
         .onConflictDoNothing()
         .returning();
-      if (rows[0])
-        await events.record(tx, {
-          userId,
-          type: 'invoice.issued',
-          data: { invoice_id: rows[0].id, payment_id: p.id, amount: toMajor(p.amountMicros), currency: p.currency },
-        });
+      if (rows[0]) {
+        const data = { invoice_id: rows[0].id, payment_id: p.id, amount: toMajor(p.amountMicros), currency: p.currency };
+        await events.record(tx, { userId, type: 'invoice.issued', data });
+        await audit.record(tx, { walletId: userId, action: 'invoice.issue', actorId: requestedBy, details: { ...data, title, tax_id: taxId } });
+      }
       return rows;
     });
     if (inserted[0]) return invoiceView(inserted[0]);

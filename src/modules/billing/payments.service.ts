@@ -15,7 +15,7 @@ import { newId } from '../../platform/ids';
 import { HotCounter } from '../../platform/metrics/hot';
 import { payments } from './billing.tables';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
-import type { MoneyEvents } from './events';
+import { type MoneyAudit, type MoneyEvents, NO_MONEY_AUDIT } from './events';
 import type { Ledger } from './ledger';
 import { centsAmountToMicros, toMajor } from './money';
 import type { PaymentProvider, ProviderReport } from './providers';
@@ -40,6 +40,8 @@ export const NO_EVENTS: BillingEvents = { record: async () => null };
 export interface PaymentsOptions {
   /** Events recorded with the money moves (default: none). */
   events?: BillingEvents;
+  /** Audit entries recorded with the money moves (default: none). */
+  audit?: MoneyAudit;
   /** A pending payment younger than this is not queried at the provider on read (notifications come first). */
   pollGraceMs?: number;
   /** A failed or expired payment is asked about again at most this often while in the recheck window. */
@@ -66,6 +68,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
   const counted = (provider: string, status: string) => paymentsCounter.inc([provider, status]);
   const recheckEveryMs = opts.recheckEveryMs ?? 5 * 60_000;
   const events = opts.events ?? NO_EVENTS;
+  const audit = opts.audit ?? NO_MONEY_AUDIT;
 
   /** Checks in a fixed order, so the first problem is the one reported: provider known, currency, bounds, decimals, enabled. */
   function validate(input: CreatePaymentInput): { provider: PaymentProvider; amountMicros: bigint } {
@@ -80,7 +83,8 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return { provider, amountMicros };
   }
 
-  async function create(userId: string, input: CreatePaymentInput, idempotencyKey?: string) {
+  /** A top-up of `userId`'s wallet (a user's or an organization's) started by the account `createdBy`. */
+  async function create(userId: string, input: CreatePaymentInput, idempotencyKey?: string, createdBy: string = userId) {
     const { provider, amountMicros } = validate(input);
     const requestHash = sha256Hex(`${provider.id}|${amountMicros}|${input.currency}`);
     if (idempotencyKey !== undefined) {
@@ -91,6 +95,7 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     const row = {
       id: newId('pay'),
       userId,
+      createdBy,
       provider: provider.id,
       amountMicros,
       currency: config.currency,
@@ -312,6 +317,12 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
           userId: p.userId,
           type: 'payment.paid',
           data: { payment_id: p.id, provider: p.provider, amount: toMajor(p.amountMicros), currency: p.currency, paid_at: now.toISOString() },
+        });
+        await audit.record(tx, {
+          walletId: p.userId,
+          action: 'payment.paid',
+          actorId: p.createdBy,
+          details: { payment_id: p.id, provider: p.provider, amount: toMajor(p.amountMicros), currency: p.currency },
         });
         log.info({ payment_id: p.id, source, was: p.status }, 'payment paid and credited');
         moved = 'paid';

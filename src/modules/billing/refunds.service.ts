@@ -18,7 +18,7 @@ import { newId } from '../../platform/ids';
 import { exactMajorToMicros } from '../../platform/money';
 import { checkReason } from './adjustments';
 import { paymentRefunds, payments } from './billing.tables';
-import type { MoneyEvents } from './events';
+import { type MoneyAudit, type MoneyEvents, NO_MONEY_AUDIT } from './events';
 import type { Ledger } from './ledger';
 import { toMajor } from './money';
 import { type BillingEvents, NO_EVENTS, type Payment, type Payments } from './payments.service';
@@ -40,6 +40,8 @@ export interface RefundsOptions {
   retryEveryMs?: number;
   /** payment.refunded is recorded with every refund or dispute debit. */
   events?: BillingEvents;
+  /** An audit entry is recorded with every refund or dispute debit and every reversal of one. */
+  audit?: MoneyAudit;
 }
 
 /**
@@ -73,6 +75,7 @@ export function createRefunds(
   const { config, log } = ctx;
   const retryEveryMs = opts.retryEveryMs ?? 5 * 60_000;
   const events = opts.events ?? NO_EVENTS;
+  const audit = opts.audit ?? NO_MONEY_AUDIT;
 
   /** Checks the request before anything is read: amount (when given) and reason. */
   function validate(input: RefundInput): { amountMicros: bigint | null; reason: string } {
@@ -247,12 +250,25 @@ export function createRefunds(
         refunded_amount: toMajor(p.refundedAmountMicros + r.amountMicros),
       },
     });
+    // No member acts in a refund: the platform's operator or the provider does (the operator's own entry names them).
+    await audit.record(tx, {
+      walletId: p.userId,
+      action: 'payment.refund',
+      actorId: null,
+      details: { payment_id: p.id, refund_id: r.id, kind: r.kind, source: r.source, amount: toMajor(r.amountMicros), currency: p.currency },
+    });
     moved.push([p.provider, r.kind, 'out']);
   }
 
   async function moneyBack(tx: DbOrTx, p: Payment, r: PaymentRefund, moved: MoneyMoves) {
     const description = r.kind === 'dispute' ? `Dispute of payment ${p.id} won: refund reversed` : `Refund of payment ${p.id} failed at the provider: reversed`;
     await ledger.apply(tx, { userId: p.userId, type: 'adjustment', amountMicros: r.amountMicros, reference: `refund-reversal:${r.id}`, description });
+    await audit.record(tx, {
+      walletId: p.userId,
+      action: 'payment.refund_reversed',
+      actorId: null,
+      details: { payment_id: p.id, refund_id: r.id, kind: r.kind, amount: toMajor(r.amountMicros), currency: p.currency },
+    });
     await tx
       .update(payments)
       .set({ refundedAmountMicros: sql`${payments.refundedAmountMicros} - ${r.amountMicros}`, updatedAt: ctx.clock.now() })

@@ -21,6 +21,7 @@ import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { exactMajorToMicros, microsToDecimal } from '../../platform/money';
+import { ORG_ID_PREFIX } from './orgs.ids';
 import { orgInvites, orgMembers, organizations } from './orgs.tables';
 
 const INVITE_TTL_MS = 7 * 24 * 3600_000;
@@ -114,7 +115,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
   }
 
   async function create(actor: Actor, name: string) {
-    const id = newId('org');
+    const id = newId(ORG_ID_PREFIX);
     const now = ctx.clock.now();
     await db.transaction(async (tx) => {
       await tx.insert(organizations).values({ id, name, site, createdAt: now });

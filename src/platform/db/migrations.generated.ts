@@ -23,6 +23,7 @@ import m20 from '../../../migrations/0020_market_pricing.sql' with { type: 'text
 import m21 from '../../../migrations/0021_stored_responses.sql' with { type: 'text' };
 import m22 from '../../../migrations/0022_router_backend_format.sql' with { type: 'text' };
 import m23 from '../../../migrations/0023_organizations.sql' with { type: 'text' };
+import m24 from '../../../migrations/0024_payment_created_by.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -50,4 +51,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0021_stored_responses', sql: m21 },
   { name: '0022_router_backend_format', sql: m22 },
   { name: '0023_organizations', sql: m23 },
+  { name: '0024_payment_created_by', sql: m24 },
 ];

@@ -1,0 +1,71 @@
+/**
+ * Organizations as the platform sees them, without a member's point of view: the platform
+ * admin's list and detail, and who hears of an organization's money (its owners and admins).
+ * Only live organizations of this site; another one is the same 404 as a missing one.
+ */
+import { and, count, desc, eq, ilike, inArray, isNull, or } from 'drizzle-orm';
+import type { AppContext } from '../../app-context';
+import { decodeCursor, olderThan, page } from '../../platform/cursor';
+import { AppError } from '../../platform/errors';
+import { orgMembers, organizations } from './orgs.tables';
+
+export function createOrgDirectory(ctx: AppContext) {
+  const { db } = ctx.database;
+  const { site, currency } = ctx.config;
+  const live = and(eq(organizations.site, site), isNull(organizations.deletedAt));
+
+  async function memberCounts(orgIds: string[]) {
+    if (!orgIds.length) return new Map<string, number>();
+    const rows = await db.select({ orgId: orgMembers.orgId, n: count() }).from(orgMembers).where(inArray(orgMembers.orgId, orgIds)).groupBy(orgMembers.orgId);
+    return new Map(rows.map((r) => [r.orgId, Number(r.n)]));
+  }
+
+  /** Newest first; `q` matches the name or the id. */
+  async function list(query: { q?: string; limit: number; cursor?: string }) {
+    const pattern = query.q ? `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+    const rows = await db
+      .select({ id: organizations.id, name: organizations.name, createdAt: organizations.createdAt })
+      .from(organizations)
+      .where(
+        and(
+          live,
+          pattern ? or(ilike(organizations.name, pattern), ilike(organizations.id, pattern)) : undefined,
+          olderThan(organizations, organizations.createdAt, organizations.id, decodeCursor(query.cursor)),
+        ),
+      )
+      .orderBy(desc(organizations.createdAt), desc(organizations.id))
+      .limit(query.limit + 1);
+    const { items, nextCursor } = page(rows, query.limit);
+    const counts = await memberCounts(items.map((r) => r.id));
+    return { orgs: items.map((r) => ({ id: r.id, name: r.name, currency, member_count: counts.get(r.id) ?? 0, created_at: r.createdAt.toISOString() })), next_cursor: nextCursor };
+  }
+
+  /** One organization with its members (user ids and roles); 404 when there is none. */
+  async function get(orgId: string) {
+    const [org] = await db.select().from(organizations).where(and(live, eq(organizations.id, orgId)));
+    if (!org) throw new AppError('not_found', 'organization not found');
+    const members = await db.select().from(orgMembers).where(eq(orgMembers.orgId, orgId)).orderBy(orgMembers.joinedAt, orgMembers.userId);
+    return {
+      id: org.id,
+      name: org.name,
+      currency,
+      member_count: members.length,
+      created_at: org.createdAt.toISOString(),
+      members: members.map((m) => ({ user_id: m.userId, role: m.role, joined_at: m.joinedAt.toISOString() })),
+    };
+  }
+
+  /** The organization's name and its owners and admins (who hear of its money); null when it is gone. */
+  async function managers(orgId: string): Promise<{ name: string; userIds: string[] } | null> {
+    const rows = await db
+      .select({ name: organizations.name, userId: orgMembers.userId })
+      .from(organizations)
+      .innerJoin(orgMembers, eq(orgMembers.orgId, organizations.id))
+      .where(and(live, eq(organizations.id, orgId), inArray(orgMembers.role, ['owner', 'admin'])));
+    return rows.length ? { name: rows[0]!.name, userIds: rows.map((r) => r.userId) } : null;
+  }
+
+  return { list, get, managers };
+}
+
+export type OrgDirectory = ReturnType<typeof createOrgDirectory>;
