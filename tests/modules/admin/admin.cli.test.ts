@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { createBillingService } from '../../../src/modules/billing';
-import { createTestContext } from '../../support/app';
+import { createTestApp, createTestContext } from '../../support/app';
 import { baseEnv } from '../../support/binary';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
+import { makeUser } from '../../support/make';
 
 const MAIN = resolve(import.meta.dir, '../../../src/main.ts');
 
-describe('cpd users list|disable|enable|promote|demote|password, cpd wallet adjust and cpd payments refund', () => {
+describe('cpd users list|disable|enable|promote|demote|password, cpd wallet adjust (--user, --org) and cpd payments refund', () => {
   let db: TestDatabase;
   let dataDir: string;
   let userId: string;
@@ -130,6 +131,30 @@ describe('cpd users list|disable|enable|promote|demote|password, cpd wallet adju
       ]);
     } finally {
       await tc.close();
+    }
+  });
+
+  test('wallet adjust --org: an organization’s wallet, in its audit log; an unknown organization is exit 1; --user and --org together exit 2', async () => {
+    const t = await createTestApp('postgres', {}, { testDb: db });
+    try {
+      const owner = await makeUser(t);
+      const org = (await t.request('POST', '/api/orgs', { token: owner.token, body: { name: 'Shell Org' } })).body.id as string;
+      const credit = await cli('wallet', 'adjust', '--org', org, '--amount', '7.5', '--reason', 'contract credit', '--idempotency-key', 'contract-1');
+      expect(credit.code).toBe(0);
+      expect(JSON.parse(credit.stdout).transaction).toMatchObject({ type: 'adjustment', amount: 7.5, description: 'contract credit' });
+      expect((await cli('wallet', 'adjust', '--org', org, '--amount', '7.5', '--reason', 'contract credit', '--idempotency-key', 'contract-1')).code).toBe(0);
+      expect((await t.request('GET', `/api/billing/wallet?org_id=${org}`, { token: owner.token })).body.balance).toBe(7.5);
+      const log = await t.request('GET', `/api/orgs/${org}/audit`, { token: owner.token });
+      expect(log.body.entries.filter((e: { action: string }) => e.action === 'wallet.adjust')).toEqual([
+        expect.objectContaining({ actor_email: null, details: expect.objectContaining({ amount: 7.5, reason: 'contract credit', via: 'cli' }) }),
+      ]);
+      const unknown = await cli('wallet', 'adjust', '--org', 'org_unknown', '--amount', '1', '--reason', 'x');
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('organization not found');
+      expect((await cli('wallet', 'adjust', '--org', org, '--user', userId, '--amount', '1', '--reason', 'x')).code).toBe(2);
+      expect((await cli('wallet', 'adjust', '--amount', '1', '--reason', 'x')).code).toBe(2);
+    } finally {
+      await t.close();
     }
   });
 });
