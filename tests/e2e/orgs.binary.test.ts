@@ -148,6 +148,11 @@ describe('organizations on the binary, two replicas', () => {
     expect(paid.status).toBe(303);
     expect((await call(b, 'GET', `/api/billing/payments/${payment.body.id}?org_id=${orgId}`, people.owner.token)).body.status).toBe('paid');
     expect((await call(b, 'GET', `/api/billing/wallet?org_id=${orgId}`, people.admin.token)).body.balance).toBe(1);
+    // Its owners and admins hear of it, by the organization's name.
+    for (const who of ['owner', 'admin'] as const) {
+      const mail = await smtp.next((m) => m.to === people[who].email && m.subject === 'Payment received for Acme: $1.00', `the payment mail to ${who}`);
+      expect(mail.text).toContain(payment.body.id);
+    }
     // The owner's own wallet is untouched.
     expect((await call(b, 'GET', '/api/billing/wallet', people.owner.token)).body.balance).toBe(0);
 
@@ -275,7 +280,7 @@ describe('organizations on the binary, two replicas', () => {
     expect(transactions.body.transactions.filter((t: { type: string }) => t.type === 'usage')).toHaveLength(total);
     expect(transactions.body.transactions.filter((t: { type: string }) => t.type === 'topup')).toHaveLength(1);
 
-    // Every change is in the organization's audit log, and in the platform admin's.
+    // Every change is in the organization's audit log (its top-up too), and in the platform admin's.
     const audit = await call(a, 'GET', `/api/orgs/${orgId}/audit?limit=200`, people.owner.token);
     expect(audit.body.entries.map((e: { action: string }) => e.action).reverse()).toEqual([
       'org.create',
@@ -286,6 +291,7 @@ describe('organizations on the binary, two replicas', () => {
       'org.key.create',
       'org.key.create',
       'org.key.create',
+      'org.payment.paid',
       'org.member.update',
       'org.member.update',
       'org.member.remove',
