@@ -9,6 +9,7 @@ import type { AuditActor, AuditService } from '../audit';
 import type { BillingService } from '../billing';
 import type { OrgDirectory } from '../orgs';
 import type { AppContext } from '../../app-context';
+import type { DbOrTx } from '../../platform/db';
 import { toMajor } from '../../platform/money';
 
 export interface AdminDeps {
@@ -81,18 +82,21 @@ export function createAdminService(ctx: AppContext, { accounts, billing, audit, 
   /** An account's wallet: 404 for an unknown account. */
   async function adjust(actor: AuditActor, userId: string, body: AdjustmentRequest, idempotencyKey?: string) {
     await accounts.getUserDetail(userId);
-    return adjustWallet(actor, userId, body, idempotencyKey);
+    return adjustWallet(actor, userId, body, idempotencyKey, async () => {});
   }
 
   /** An organization's wallet: 404 for an unknown or deleted organization. Its owners and admins see the audit entry in its log. */
   async function adjustOrg(actor: AuditActor, orgId: string, body: AdjustmentRequest, idempotencyKey?: string) {
-    await orgs.get(orgId);
-    return adjustWallet(actor, orgId, body, idempotencyKey);
+    return adjustWallet(actor, orgId, body, idempotencyKey, (tx) => orgs.requireLive(orgId, tx));
   }
 
-  /** The entry and its audit record (whose target is the wallet's owner) commit together; a replay records nothing. */
-  async function adjustWallet(actor: AuditActor, walletId: string, body: AdjustmentRequest, idempotencyKey?: string) {
+  /**
+   * The entry and its audit record (whose target is the wallet's owner) commit together, after
+   * `ownerExists` passed in the same transaction; a replay records nothing.
+   */
+  async function adjustWallet(actor: AuditActor, walletId: string, body: AdjustmentRequest, idempotencyKey: string | undefined, ownerExists: (tx: DbOrTx) => Promise<void>) {
     return ctx.database.db.transaction(async (tx) => {
+      await ownerExists(tx);
       const { transaction, applied } = await billing.adjust(tx, {
         userId: walletId,
         amount: body.amount,

@@ -6,6 +6,7 @@
 import { and, count, desc, eq, ilike, inArray, isNull, or } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
+import type { DbOrTx } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { orgMembers, organizations } from './orgs.tables';
 
@@ -55,6 +56,16 @@ export function createOrgDirectory(ctx: AppContext) {
     };
   }
 
+  /**
+   * 404 unless the organization is live; in `tx`, its row stays share-locked until the caller
+   * commits, so a wallet change made there and the organization's deletion (which locks the row,
+   * then requires an empty wallet) happen one after the other: no money lands in a deleted one.
+   */
+  async function requireLive(orgId: string, tx: DbOrTx) {
+    const [org] = await tx.select({ id: organizations.id }).from(organizations).where(and(live, eq(organizations.id, orgId))).for('share');
+    if (!org) throw new AppError('not_found', 'organization not found');
+  }
+
   /** The organization's name and its owners and admins (who hear of its money); null when it is gone. */
   async function managers(orgId: string): Promise<{ name: string; userIds: string[] } | null> {
     const rows = await db
@@ -65,7 +76,7 @@ export function createOrgDirectory(ctx: AppContext) {
     return rows.length ? { name: rows[0]!.name, userIds: rows.map((r) => r.userId) } : null;
   }
 
-  return { list, get, managers };
+  return { list, get, requireLive, managers };
 }
 
 export type OrgDirectory = ReturnType<typeof createOrgDirectory>;

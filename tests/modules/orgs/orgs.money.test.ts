@@ -177,6 +177,26 @@ describe('an organization’s money, international site with mail (postgres)', (
     await ledgerMatches(t, org);
   });
 
+  test('a dispute opened at the provider and then won: the money out and back are system entries of the organization', async () => {
+    const { owner, org } = await orgOf(t, 'Disputed Org');
+    const id = await topUp(t, owner, org, { provider: 'card', amount: 30, currency: 'USD' });
+    const dispute = { paymentId: id, kind: 'dispute' as const, providerRefundId: `dp_${id}`, amountMicros: 30_000_000n, currency: 'USD' };
+    await t.services.billing.refunds.applyReports('card', [{ ...dispute, status: 'open' }]);
+    expect((await t.request('GET', `/api/billing/wallet?org_id=${org}`, { token: owner.token })).body.balance).toBe(0);
+    await t.services.billing.refunds.applyReports('card', [{ ...dispute, status: 'won' }]);
+    // A replayed notice moves nothing and records nothing more.
+    await t.services.billing.refunds.applyReports('card', [{ ...dispute, status: 'won' }]);
+    expect((await t.request('GET', `/api/billing/wallet?org_id=${org}`, { token: owner.token })).body.balance).toBe(30);
+    const money = (await orgAudit(t, owner, org)).filter((e) => e.action.startsWith('org.payment.')).reverse();
+    expect(money.map((e) => [e.action, e.actor_email, e.details.kind ?? null, e.details.amount])).toEqual([
+      ['org.payment.paid', owner.email, null, 30],
+      ['org.payment.refund', null, 'dispute', 30],
+      ['org.payment.refund_reversed', null, 'dispute', 30],
+    ]);
+    expect(money[1]!.details).toMatchObject({ source: 'provider', via: 'system' });
+    await ledgerMatches(t, org);
+  });
+
   test('a deleted organization is not adjusted (404)', async () => {
     const { owner, org } = await orgOf(t, 'Gone');
     expect((await t.request('DELETE', `/api/orgs/${org}`, { token: owner.token })).status).toBe(204);
