@@ -16,6 +16,7 @@ export type MailContent =
   /** The same two for an organization's wallet, mailed to its owners and admins (`org`: its name). */
   | { kind: 'org_payment_received'; org: string; amount: string; paymentId: string; link: string; document: 'receipt' | 'invoice' }
   | { kind: 'org_refund'; org: string; amount: string; paymentId: string }
+  | { kind: 'org_low_balance'; org: string; balance: string; threshold: string; link: string }
   | { kind: 'low_balance'; balance: string; threshold: string; link: string }
   /** `origin`: the endpoint's scheme and host only (its path may hold the receiver's own token). */
   | { kind: 'webhook_disabled'; origin: string; link: string }
@@ -65,6 +66,14 @@ const en: Templates = {
     subject: 'Payment received for {org}: {amount}',
     lines: ['We received the payment {paymentId} of {amount} for the organization {org}; it is in its {site} wallet.', 'You receive this mail as an owner or admin of {org}.'],
     action: { receipt: 'View the receipt', invoice: 'Request an invoice' },
+  },
+  org_low_balance: {
+    subject: "{org}'s balance is low: {balance}",
+    lines: [
+      "The balance of the organization {org}'s {site} wallet is {balance}, below the {threshold} its owners and admins chose to be told about.",
+      "Top up to keep the organization's API keys working. You receive this mail as an owner or admin of {org}.",
+    ],
+    action: 'Top up',
   },
   org_refund: {
     subject: 'Refund for {org}: {amount}',
@@ -124,6 +133,11 @@ const zh: Templates = {
     subject: '组织 {org} 已收到付款：{amount}',
     lines: ['我们已收到组织 {org} 的付款 {paymentId}，金额 {amount}，已存入该组织的 {site} 钱包。', '您是 {org} 的所有者或管理员，因此收到此邮件。'],
     action: { receipt: '查看收据', invoice: '申请发票' },
+  },
+  org_low_balance: {
+    subject: '组织 {org} 余额不足：{balance}',
+    lines: ['组织 {org} 的 {site} 钱包余额为 {balance}，低于其所有者和管理员设置的提醒金额 {threshold}。', '请及时充值，以免该组织的 API 密钥停止工作。您是 {org} 的所有者或管理员，因此收到此邮件。'],
+    action: '充值',
   },
   org_refund: {
     subject: '组织 {org} 退款：{amount}',

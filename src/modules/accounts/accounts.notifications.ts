@@ -112,11 +112,41 @@ export function createAccountNotifications(ctx: AppContext, email: EmailAccounts
     }
   }
 
+  /** The same for organizations' wallets among the changed ones, mailed to their owners and admins (mail only: their webhooks are their members'). */
+  async function checkOrgLowBalances(ids: string[]) {
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const watched = await orgs().lowBalanceWatch(ids.slice(i, i + CHUNK));
+      if (!watched.length || !feed) continue;
+      const balances = await feed.balances(watched.map((w) => w.id));
+      for (const w of watched) {
+        const balance = balances.get(w.id) ?? 0n;
+        if (balance < w.thresholdMicros && !w.notified) {
+          if (await orgs().markLowBalance(w.id, w.thresholdMicros, true)) await orgLowBalanceMail(w.id, balance, w.thresholdMicros);
+        } else if (balance >= w.thresholdMicros && w.notified) {
+          await orgs().markLowBalance(w.id, w.thresholdMicros, false);
+        }
+      }
+    }
+  }
+
+  async function orgLowBalanceMail(orgId: string, balance: bigint, threshold: bigint) {
+    const { people, org } = await walletRecipients(orgId);
+    for (const person of people) {
+      const locale = email.localeOf(person);
+      email.mail(person, { kind: 'org_low_balance', org: org!, balance: money(balance, config.currency, locale), threshold: money(threshold, config.currency, locale), link: email.link('/console') });
+    }
+  }
+
   function gathered() {
     timer = null;
     const ids = [...changed];
     changed.clear();
-    checking = checking.then(() => checkLowBalances(ids)).catch((err) => log.warn({ err }, 'low balance check failed'));
+    checking = checking
+      .then(async () => {
+        await checkLowBalances(ids);
+        if (mailEnabled) await checkOrgLowBalances(ids);
+      })
+      .catch((err) => log.warn({ err }, 'low balance check failed'));
   }
 
   /** GET /api/auth/notifications */

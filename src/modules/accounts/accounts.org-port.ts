@@ -24,9 +24,14 @@ export interface OrgMembership {
 /** Before organizations are wired (the CLI, some tests): no one is a member of anything. */
 export const NO_ORGS: OrgMembership = { memberOf: async () => null, keyChanged: async () => {} };
 
-/** Who hears of an organization's money: its name and its owners and admins (null: no such organization). */
+/** Who hears of an organization's money, and when its balance is low (the orgs module's directory implements it). */
 export interface OrgManagers {
+  /** Its name and its owners and admins (null: no such organization). */
   managers(orgId: string): Promise<{ name: string; userIds: string[] } | null>;
+  /** The organizations among `ids` with a low-balance threshold, and whether the current crossing was mailed. */
+  lowBalanceWatch(ids: string[]): Promise<Array<{ id: string; thresholdMicros: bigint; notified: boolean }>>;
+  /** Marks (or clears) the crossing while the threshold is still `thresholdMicros`; true when this call changed it (of replicas, one wins). */
+  markLowBalance(orgId: string, thresholdMicros: bigint, notified: boolean): Promise<boolean>;
 }
 
-export const NO_ORG_MANAGERS: OrgManagers = { managers: async () => null };
+export const NO_ORG_MANAGERS: OrgManagers = { managers: async () => null, lowBalanceWatch: async () => [], markLowBalance: async () => false };

@@ -3,7 +3,7 @@
  * admin's list and detail, and who hears of an organization's money (its owners and admins).
  * Only live organizations of this site; another one is the same 404 as a missing one.
  */
-import { and, count, desc, eq, ilike, inArray, isNull, or } from 'drizzle-orm';
+import { and, count, desc, eq, ilike, inArray, isNotNull, isNull, or } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { DbOrTx } from '../../platform/db';
@@ -76,7 +76,32 @@ export function createOrgDirectory(ctx: AppContext) {
     return rows.length ? { name: rows[0]!.name, userIds: rows.map((r) => r.userId) } : null;
   }
 
-  return { list, get, requireLive, managers };
+  /** Live organizations among `ids` (wallet ids of any kind) with a low-balance threshold. */
+  async function lowBalanceWatch(ids: string[]) {
+    if (!ids.length) return [];
+    const rows = await db
+      .select({ id: organizations.id, threshold: organizations.lowBalanceMicros, notifiedAt: organizations.lowBalanceNotifiedAt })
+      .from(organizations)
+      .where(and(live, inArray(organizations.id, ids), isNotNull(organizations.lowBalanceMicros)));
+    return rows.map((r) => ({ id: r.id, thresholdMicros: r.threshold!, notified: r.notifiedAt !== null }));
+  }
+
+  async function markLowBalance(orgId: string, thresholdMicros: bigint, notified: boolean) {
+    const changed = await db
+      .update(organizations)
+      .set({ lowBalanceNotifiedAt: notified ? ctx.clock.now() : null })
+      .where(
+        and(
+          eq(organizations.id, orgId),
+          eq(organizations.lowBalanceMicros, thresholdMicros),
+          notified ? isNull(organizations.lowBalanceNotifiedAt) : isNotNull(organizations.lowBalanceNotifiedAt),
+        ),
+      )
+      .returning({ id: organizations.id });
+    return changed.length > 0;
+  }
+
+  return { list, get, requireLive, managers, lowBalanceWatch, markLowBalance };
 }
 
 export type OrgDirectory = ReturnType<typeof createOrgDirectory>;

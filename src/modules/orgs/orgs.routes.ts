@@ -83,6 +83,19 @@ export const orgsRoutes = ({ auth, orgs }: { auth: ReturnType<typeof authPlugin>
       },
       { auth: ['session'], params: s.InviteParams, detail: { summary: 'Withdraw a pending invitation' } },
     )
+    .get('/api/orgs/:id/notifications', ({ caller, params }) => orgs.notifications(caller.userId, params.id), {
+      auth: ['session'],
+      params: s.OrgParams,
+      response: { 200: s.Notifications },
+      detail: { summary: "The organization's low-balance mail threshold (owners and admins)" },
+    })
+    .put('/api/orgs/:id/notifications', ({ caller, params, body }) => orgs.updateNotifications(actorOf(caller), params.id, body.low_balance), {
+      auth: ['session'],
+      params: s.OrgParams,
+      body: s.NotificationsBody,
+      response: { 200: s.Notifications },
+      detail: { summary: 'Mail owners and admins when the balance falls below an amount (null: off)' },
+    })
     .get('/api/orgs/:id/audit', ({ caller, params, query }) => orgs.auditLog(caller.userId, params.id, query), {
       auth: ['session'],
       params: s.OrgParams,

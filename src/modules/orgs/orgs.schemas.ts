@@ -23,6 +23,10 @@ export const MemberPatch = t.Object(
   },
   { minProperties: 1, description: 'the fields to change' },
 );
+export const NotificationsBody = t.Object({
+  low_balance: t.Nullable(t.Number({ description: "major units of the site currency, at most 6 decimals: its owners and admins are mailed once when the wallet's balance falls below it; null: off" })),
+});
+export const Notifications = t.Object({ low_balance: t.Union([t.String(), t.Null()]), currency: t.String() });
 export const AuditQuery = t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })), cursor: t.Optional(t.String({ minLength: 1 })) });
 
 export const Org = t.Object({ id: t.String(), name: t.String(), currency: t.String(), role, member_count: t.Integer(), created_at: t.String() });

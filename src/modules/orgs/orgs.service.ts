@@ -29,7 +29,7 @@ const INVITE_TTL_MS = 7 * 24 * 3600_000;
 const INVITES_PER_DAY = 100;
 
 export interface OrgsDeps {
-  accounts: Pick<AccountsService, 'emailsOf' | 'email' | 'removeOrgMember' | 'changeOrgMember' | 'deleteOrgKeys'>;
+  accounts: Pick<AccountsService, 'emailsOf' | 'email' | 'mailer' | 'removeOrgMember' | 'changeOrgMember' | 'deleteOrgKeys'>;
   audit: AuditService;
   /** Wallet balances by owner id (billing). */
   balances(ownerIds: string[], on?: DbOrTx): Promise<Map<string, bigint>>;
@@ -337,6 +337,30 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
     return { entries: entries.map(({ actor_id: _, ...e }) => e), next_cursor };
   }
 
+  /** GET /api/orgs/{id}/notifications (owners and admins): the low-balance threshold its owners and admins are mailed below. */
+  async function notifications(userId: string, orgId: string) {
+    await requireManager(orgId, userId);
+    const [row] = await db.select({ threshold: organizations.lowBalanceMicros }).from(organizations).where(live(orgId));
+    return { low_balance: row?.threshold == null ? null : microsToDecimal(row.threshold), currency };
+  }
+
+  /** PUT /api/orgs/{id}/notifications {low_balance: number | null}: a new threshold starts a new crossing; 409 where no mail is sent. */
+  async function updateNotifications(actor: Actor, orgId: string, lowBalance: number | null) {
+    let threshold: bigint | null = null;
+    if (lowBalance !== null) {
+      threshold = exactMajorToMicros(lowBalance);
+      if (threshold === null || threshold <= 0n) throw new AppError('invalid', 'low_balance must be a positive amount with at most 6 decimals, or null to turn it off');
+      if (!deps.accounts.mailer.enabled) throw new AppError('conflict', 'this site sends no mail: low balance mails are not available');
+    }
+    await db.transaction(async (tx) => {
+      await lockOrg(tx, orgId);
+      await requireManager(orgId, actor.userId, tx);
+      await tx.update(organizations).set({ lowBalanceMicros: threshold, lowBalanceNotifiedAt: null }).where(eq(organizations.id, orgId));
+      await record(tx, actor, orgId, 'org.notifications.update', { low_balance: threshold === null ? null : microsToDecimal(threshold) });
+    });
+    return notifications(actor.userId, orgId);
+  }
+
   /**
    * The wallet a billing or usage request reads: the caller's own, or (`orgId`) the organization's,
    * which only its owners and admins see (403 for a member, 404 for anyone else).
@@ -352,7 +376,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
     keyChanged: (on, change) => record(on, change.actor, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy }),
   };
 
-  return { membership, walletOf, create, list: async (userId: string) => ({ orgs: await views(userId) }), get, rename, remove, members, updateMember, removeMember, invite, invites, revokeInvite, accept, auditLog };
+  return { membership, walletOf, notifications, updateNotifications, create, list: async (userId: string) => ({ orgs: await views(userId) }), get, rename, remove, members, updateMember, removeMember, invite, invites, revokeInvite, accept, auditLog };
 }
 
 export type OrgsService = ReturnType<typeof createOrgsService>;

@@ -14,6 +14,10 @@ export const organizations = pgTable(
     site: text('site').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     deletedAt: timestamp('deleted_at', { withTimezone: true, mode: 'date' }),
+    /** Below this balance (micros) its owners and admins are mailed once per crossing; null: off. */
+    lowBalanceMicros: bigint('low_balance_micros', { mode: 'bigint' }),
+    /** Set when the mail for the current crossing went out; cleared once the balance is back at or above the threshold. */
+    lowBalanceNotifiedAt: timestamp('low_balance_notified_at', { withTimezone: true, mode: 'date' }),
   },
 );
 

@@ -24,6 +24,7 @@ import m21 from '../../../migrations/0021_stored_responses.sql' with { type: 'te
 import m22 from '../../../migrations/0022_router_backend_format.sql' with { type: 'text' };
 import m23 from '../../../migrations/0023_organizations.sql' with { type: 'text' };
 import m24 from '../../../migrations/0024_payment_created_by.sql' with { type: 'text' };
+import m25 from '../../../migrations/0025_org_low_balance.sql' with { type: 'text' };
 import type { Migration } from './migration';
 
 export const embeddedMigrations: Migration[] = [
@@ -52,4 +53,5 @@ export const embeddedMigrations: Migration[] = [
   { name: '0022_router_backend_format', sql: m22 },
   { name: '0023_organizations', sql: m23 },
   { name: '0024_payment_created_by', sql: m24 },
+  { name: '0025_org_low_balance', sql: m25 },
 ];

@@ -2,7 +2,7 @@
  * An organization's money as its owners and admins and the platform admin see it: each top-up
  * paid, refund and its reversal, invoice issued and admin adjustment is an entry of the
  * organization's audit log (and of the platform's); payment and refund mails go to its owners and
- * admins with its name; the platform admin lists organizations with their balances, reads one
+ * admins with its name, and so is its balance falling below the threshold they set; the platform admin lists organizations with their balances, reads one
  * with its members and ledger, and adjusts its wallet (404 for anything that is not a live
  * organization). Every balance equals the sum of its ledger.
  */
@@ -11,6 +11,7 @@ import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../../support/app';
 import { makeUser } from '../../support/make';
 import { type SmtpServer, startSmtp } from '../../support/smtp';
+import { waitFor } from '../../support/wait';
 
 type User = Awaited<ReturnType<typeof makeUser>>;
 
@@ -194,6 +195,39 @@ describe('an organization’s money, international site with mail (postgres)', (
       ['org.payment.refund_reversed', null, 'dispute', 30],
     ]);
     expect(money[1]!.details).toMatchObject({ source: 'provider', via: 'system' });
+    await ledgerMatches(t, org);
+  });
+
+  test('low balance: owners and admins set a threshold; each crossing below it is mailed to them once', async () => {
+    const { owner, admin, member, org } = await orgOf(t, 'Thrifty Org', { owner: 'owner@thrifty.example', admin: 'admin@thrifty.example' });
+    const settings = `/api/orgs/${org}/notifications`;
+    expect((await t.request('GET', settings, { token: owner.token })).body).toEqual({ low_balance: null, currency: 'USD' });
+    for (const low_balance of [-1, 0, 1.1234567, '5', 1e13]) {
+      const res = await t.request('PUT', settings, { token: admin.token, body: { low_balance } });
+      expect({ low_balance, status: res.status, error: typeof res.body.error }).toEqual({ low_balance, status: 400, error: 'string' });
+    }
+    expect((await t.request('PUT', settings, { token: member.token, body: { low_balance: 5 } })).status).toBe(403);
+    expect((await t.request('GET', settings, { token: platformAdmin.token })).status).toBe(404);
+    const set = await t.request('PUT', settings, { token: admin.token, body: { low_balance: 5 } });
+    expect(set.body).toEqual({ low_balance: '5.000000', currency: 'USD' });
+    expect((await orgAudit(t, owner, org)).find((e) => e.action === 'org.notifications.update')).toMatchObject({ actor_email: 'admin@thrifty.example', details: { low_balance: '5.000000' } });
+
+    const adjust = (amount: number) =>
+      t.request('POST', `/api/admin/orgs/${org}/adjustments`, { token: platformAdmin.token, body: { amount, reason: 'test', allow_negative: true } });
+    const notified = async () => (await t.ctx.database.query<{ at: Date | null }>(sql`select low_balance_notified_at as at from organizations where id = ${org}`))[0]!.at;
+    expect((await adjust(10)).status).toBe(201);
+    expect((await adjust(-6)).status).toBe(201); // 4.00: below 5
+    for (const address of ['owner@thrifty.example', 'admin@thrifty.example']) {
+      const mail = await smtp.next((m) => m.to === address && m.subject === "Thrifty Org's balance is low: $4.00", `low balance mail to ${address}`);
+      expect(mail.text).toContain('$5.00');
+    }
+    expect(await notified()).not.toBeNull();
+    expect((await adjust(2)).status).toBe(201); // 6.00: back above, the crossing is over
+    await waitFor(async () => (await notified()) === null, 'the crossing cleared');
+    expect((await adjust(-3)).status).toBe(201); // 3.00: a new crossing, a new mail
+    await smtp.next((m) => m.to === 'owner@thrifty.example' && m.subject === "Thrifty Org's balance is low: $3.00", 'the second low balance mail');
+    expect((await t.request('PUT', settings, { token: owner.token, body: { low_balance: null } })).body).toEqual({ low_balance: null, currency: 'USD' });
+    expect(smtp.mails.filter((m) => m.to === member.email && m.subject.includes('balance is low'))).toEqual([]);
     await ledgerMatches(t, org);
   });
 
