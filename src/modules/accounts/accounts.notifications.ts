@@ -1,6 +1,7 @@
 /**
  * Mails about the account's money: payment received, refund, low balance. Billing announces what
- * happened (a committed payment or refund, a wallet that changed); this module mails the owner.
+ * happened (a committed payment or refund, a wallet that changed); this module mails the owner,
+ * or for an organization's wallet its owners and admins (found through the orgs port), named for it.
  *
  * Low balance: the owner picks a threshold (off by default). Wallet changes arrive through
  * billing's cross-process signal; they are gathered for a moment and checked in one query for
