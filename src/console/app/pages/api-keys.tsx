@@ -3,9 +3,10 @@
  * with the spend so far, edit or clear a key's limits, revoke after a confirmation.
  */
 import { useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { orgQuery, useOrg } from '../org';
 import { ConfirmButton, CopyButton, DataTable, Dialog, errorText, Field, Page, Show, useGet } from '../ui';
 import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
 import { CaptureCheckbox, captureOf } from './key-capture';
@@ -34,7 +35,8 @@ function limitsOf(key: ApiKey): string {
 }
 
 export function ApiKeys() {
-  const keys = useGet<ApiKey[]>('/api/api-keys');
+  const { current: org } = useOrg();
+  const keys = useGet<ApiKey[]>(withQuery('/api/api-keys', orgQuery(org)));
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string }) | null>(null);
   const [errors, setErrors] = useState<LimitErrors>({});
@@ -53,7 +55,9 @@ export function ApiKeys() {
     if ('errors' in read) return setErrors(read.errors);
     setErrors({});
     try {
-      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data) }));
+      setCreated(
+        await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data), ...orgQuery(org) }),
+      );
       keys.reload();
     } catch (err) {
       setErrors(errorsFromApi(errorText(err)));
@@ -89,6 +93,7 @@ export function ApiKeys() {
 
   return (
     <Page title={t('keys.title')}>
+      {org && <p data-testid="keys-org">{t('orgs.keysOf', { org: org.name })}</p>}
       <p>
         <button type="button" onClick={openCreate}>
           {t('keys.create')}
