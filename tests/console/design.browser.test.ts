@@ -9,15 +9,13 @@
  *   light and dark, land in test-results/console/pages/.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { axeViolations } from '../support/axe';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 setDefaultTimeout(180_000);
 
-const AXE_SOURCE = readFileSync(join(import.meta.dir, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 const PUBLIC_PAGES = ['/login', '/signup', '/forgot-password'];
 const CONSOLE_PAGES = [
   '/console',
@@ -74,28 +72,6 @@ async function credit(amount: number) {
     body: JSON.stringify({ amount, reason: 'design test', allow_negative: true }),
   });
   expect(res.status).toBe(201);
-}
-
-/** The serious and critical axe-core violations on the page as it is now, as "rule: target" lines. */
-async function axeViolations(page: Page): Promise<string[]> {
-  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.addScriptTag({ content: AXE_SOURCE });
-  const found = await page.evaluate(async () => {
-    // The page's globals, typed here without the DOM library.
-    const { axe, document } = globalThis as unknown as {
-      axe: {
-        run(
-          context: unknown,
-          options: unknown,
-        ): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }>;
-      };
-      document: unknown;
-    };
-    const { violations } = await axe.run(document, { resultTypes: ['violations'] });
-    return violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
-  });
-  return found.map((line) => `${page.url()} ${line}`);
 }
 
 /** Nothing when the page fits its width; else the outermost elements that stick out on the right (to say which). */

@@ -13,6 +13,12 @@ function afterSignIn() {
   location.assign(/^\/console(\/|$|\?)/.test(next) ? next : '/console');
 }
 
+/** The other sign-in page, keeping where to go afterwards (an invite link followed by someone without an account yet). */
+function keepingNext(path: string) {
+  const next = new URLSearchParams(location.search).get('next');
+  return next ? `${path}?next=${encodeURIComponent(next)}` : path;
+}
+
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };
 
 /** A provider sign-in of a 2FA account lands on /login#two_factor=<challenge>: in the fragment, so no server or Referer sees it. */
@@ -88,7 +94,7 @@ export function Login() {
         <ForgotLink />
         {challenge === null && <ProviderButtons />}
         <p>
-          <a href="/signup">{t('login.toSignup')}</a>
+          <a href={keepingNext('/signup')}>{t('login.toSignup')}</a>
         </p>
       </Page>
     </main>
@@ -197,7 +203,7 @@ export function Signup() {
         )}
         {challenge === null && <ProviderButtons signUp />}
         <p>
-          <a href="/login">{t('signup.toLogin')}</a>
+          <a href={keepingNext('/login')}>{t('signup.toLogin')}</a>
         </p>
       </Page>
     </main>

@@ -1,0 +1,210 @@
+/**
+ * Organizations in the console, in real browsers against dist/cpd (a site without mail, so the
+ * invite's link is shown to the inviter):
+ * - an owner makes an organization from the header's switch and invites a member by email; the
+ *   link is shown to copy and the invite is listed as pending;
+ * - the invited person opens the link in a browser of its own without a session, signs in, comes
+ *   back to the link, joins and lands in the organization;
+ * - the owner sees the member and sets its spend limit; the member sees that limit and no billing;
+ * - the switch changes what the keys and wallet pages show, and is remembered across page loads;
+ * - the organization's audit log lists what was done; axe-core finds no serious or critical
+ *   violation on the new pages.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import type { Browser, Page } from 'playwright-core';
+import { axeViolations } from '../support/axe';
+import { launchBrowser, openPage, screenshot } from '../support/browser';
+import { type ConsoleSite, startConsoleSite } from '../support/console-site';
+
+setDefaultTimeout(180_000);
+
+const OWNER = { email: 'owner@example.com', password: 'owner-password-1' };
+const MEMBER = { email: 'member@example.com', password: 'member-password-1' };
+
+let site: ConsoleSite;
+let browser: Browser;
+
+beforeAll(async () => {
+  [site, browser] = await Promise.all([startConsoleSite('intl'), launchBrowser()]);
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await site?.stop();
+});
+
+async function register(account: { email: string; password: string }): Promise<{ token: string; id: string }> {
+  const res = await fetch(`${site.url}/api/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(account),
+  });
+  expect(res.status).toBe(201);
+  const { token } = (await res.json()) as { token: string };
+  const me = await site.call<{ id: string }>('GET', '/api/auth/me', token);
+  return { token, id: me.body.id };
+}
+
+/** Signs in with the login form on a page that shows it. */
+async function signIn(page: Page, account: { email: string; password: string }) {
+  await page.getByLabel('Email or phone').fill(account.email);
+  await page.getByLabel('Password').fill(account.password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+/** A page in a browser context of its own; bypassCSP lets axe-core be injected. */
+const freshPage = () => openPage(browser, site.url, { bypassCSP: true });
+
+describe('organizations in the console', () => {
+  test('create, invite, join by link, set a member’s limit, hide billing from members, switch accounts', async () => {
+    const owner = await register(OWNER);
+    const member = await register(MEMBER);
+    // The owner's own wallet holds $5 and one key, so the switch visibly changes both pages.
+    const credited = await fetch(`${site.url}/api/admin/users/${owner.id}/adjustments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${site.adminToken}`, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+      body: JSON.stringify({ amount: 5, reason: 'orgs test' }),
+    });
+    expect(credited.status).toBe(201);
+    expect((await site.call('POST', '/api/api-keys', owner.token, { name: 'personal-key' })).status).toBe(201);
+
+    // The owner makes an organization from the header's switch.
+    const { page, problems } = await freshPage();
+    await page.goto(`${site.url}/login`);
+    await signIn(page, OWNER);
+    await page.waitForURL(`${site.url}/console`);
+    const ownerSwitch = page.getByRole('combobox', { name: 'Account' });
+    await ownerSwitch.selectOption({ label: 'New organization…' });
+    await page.waitForURL(`${site.url}/console/orgs/new`);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.getByLabel('Organization name').fill('Acme');
+    await page.getByRole('button', { name: 'Create organization' }).click();
+    await page.waitForURL(/\/console\/orgs\/org_[^/]+$/);
+    const orgId = new URL(page.url()).pathname.split('/').pop()!;
+    await page.getByRole('heading', { name: 'Acme', level: 1 }).waitFor();
+    expect(await ownerSwitch.inputValue()).toBe(orgId);
+    expect(await page.getByTestId('org-role').textContent()).toBe('Owner');
+
+    // The invite: this site sends no mail, so the link is shown to copy, and the invite is pending.
+    const inviteForm = page.getByRole('form', { name: 'Invite' });
+    await inviteForm.getByLabel('Email').fill(MEMBER.email);
+    await inviteForm.getByLabel('Role').selectOption('member');
+    await inviteForm.getByRole('button', { name: 'Invite' }).click();
+    const link = (await page.getByTestId('invite-link').textContent())!;
+    expect(link.startsWith(site.url)).toBe(true);
+    await page.getByTestId('invites').getByRole('cell', { name: MEMBER.email }).waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot(page, 'orgs-owner-invited');
+
+    // The invited person follows the link without a session: sign-in first, then back to the invite.
+    const joining = await freshPage();
+    await joining.page.goto(link);
+    await joining.page.waitForURL(/\/login\?/);
+    await signIn(joining.page, MEMBER);
+    await joining.page.getByRole('heading', { name: 'Join an organization' }).waitFor();
+    expect(await axeViolations(joining.page)).toEqual([]);
+    await joining.page.getByRole('button', { name: 'Join' }).click();
+    await joining.page.waitForURL(`${site.url}/console/orgs/${orgId}`);
+    await joining.page.getByRole('heading', { name: 'Acme', level: 1 }).waitFor();
+    expect(await joining.page.getByRole('combobox', { name: 'Account' }).inputValue()).toBe(orgId);
+    expect(await joining.page.getByTestId('org-role').textContent()).toBe('Member');
+    // A member manages nothing here: no invites, no changes to others, no audit log.
+    expect(await joining.page.getByRole('form', { name: 'Invite' }).count()).toBe(0);
+    expect(await joining.page.getByRole('button', { name: `Change role and limit of ${OWNER.email}` }).count()).toBe(0);
+    expect(await joining.page.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+
+    // The owner sees the member and gives it a monthly limit of $5.
+    await page.reload();
+    const memberRow = page.getByTestId('members').getByRole('row').filter({ hasText: MEMBER.email });
+    await memberRow.getByRole('cell', { name: 'Member', exact: true }).waitFor();
+    expect(await page.getByTestId('invites').count()).toBe(0);
+    await memberRow.getByRole('button', { name: `Change role and limit of ${MEMBER.email}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Change role and limit of ${MEMBER.email}` });
+    await dialog.getByLabel('Spend limit (USD)').fill('5');
+    await dialog.getByLabel('Spend period').selectOption('month');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await memberRow.getByText('$0.00 / $5.00 per month').waitFor();
+    const { body: listed } = await site.call<{ members: Array<{ user_id: string; spend_limit: unknown; spend_period: string }> }>(
+      'GET',
+      `/api/orgs/${orgId}/members`,
+      owner.token,
+    );
+    expect(listed.members.find((m) => m.user_id === member.id)).toMatchObject({ spend_period: 'month' });
+    expect(Number(listed.members.find((m) => m.user_id === member.id)!.spend_limit)).toBe(5);
+
+    // The member's dashboard shows its limit; billing is neither in its navigation nor on the billing pages.
+    const m = joining.page;
+    await m.goto(`${site.url}/console`);
+    await m.getByTestId('member-limit').filter({ hasText: '$5.00 per month' }).waitFor();
+    expect(await m.getByRole('link', { name: 'Wallet' }).count()).toBe(0);
+    expect(await m.getByRole('link', { name: 'Transactions' }).count()).toBe(0);
+    await m.goto(`${site.url}/console/wallet`);
+    await m.getByTestId('billing-hidden').waitFor();
+    expect(await m.getByTestId('balance').count()).toBe(0);
+    expect(await axeViolations(m)).toEqual([]);
+    await screenshot(m, 'orgs-member-wallet');
+    // Its own account still has billing: the switch back to personal brings the pages back.
+    await m.getByRole('combobox', { name: 'Account' }).selectOption({ label: 'Personal' });
+    await m.getByTestId('balance').filter({ hasText: '$0.00' }).waitFor();
+    await m.getByRole('link', { name: 'Wallet' }).waitFor();
+
+    // The owner's switch changes the keys page: an organization key, then the personal key again.
+    await page.goto(`${site.url}/console/keys`);
+    await page.getByTestId('keys-org').waitFor();
+    expect(await page.getByRole('cell', { name: 'personal-key', exact: true }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const create = page.getByRole('dialog', { name: 'Create key' });
+    await create.getByLabel('Name').fill('acme-key');
+    await create.getByRole('button', { name: 'Create key' }).click();
+    await create.getByTestId('new-key').waitFor();
+    await create.getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('cell', { name: 'acme-key', exact: true }).waitFor();
+    const { body: orgKeys } = await site.call<Array<{ name: string; org_id: string | null }>>(
+      'GET',
+      `/api/api-keys?org_id=${orgId}`,
+      owner.token,
+    );
+    expect(orgKeys.map((k) => [k.name, k.org_id])).toEqual([['acme-key', orgId]]);
+    await ownerSwitch.selectOption({ label: 'Personal' });
+    await page.getByRole('cell', { name: 'personal-key', exact: true }).waitFor();
+    expect(await page.getByRole('cell', { name: 'acme-key', exact: true }).count()).toBe(0);
+    expect(await page.getByTestId('keys-org').count()).toBe(0);
+
+    // …and the wallet page: the personal $5, then the organization's empty wallet, still chosen after a reload.
+    await page.goto(`${site.url}/console/wallet`);
+    await page.getByTestId('balance').filter({ hasText: '$5.00' }).waitFor();
+    await ownerSwitch.selectOption({ label: 'Acme' });
+    await page.getByRole('heading', { name: 'Wallet of Acme' }).waitFor();
+    await page.getByTestId('balance').filter({ hasText: '$0.00' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Wallet of Acme' }).waitFor();
+    expect(await ownerSwitch.inputValue()).toBe(orgId);
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot(page, 'orgs-owner-wallet');
+
+    // The organization's audit log, linked for its owner.
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.waitForURL(`${site.url}/console/orgs/${orgId}/audit`);
+    await page.getByTestId('org-audit').getByRole('cell', { name: OWNER.email }).first().waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot(page, 'orgs-audit');
+
+    expect(problems).toEqual([]);
+    expect(joining.problems).toEqual([]);
+    await page.context().close();
+    await joining.page.context().close();
+  });
+
+  test('a used or made-up invite link says so instead of joining', async () => {
+    const { token } = await register({ email: 'stranger@example.com', password: 'stranger-password-1' });
+    const { page, problems } = await freshPage();
+    await page.context().addCookies([{ name: 'cpd_session', value: token, url: site.url, httpOnly: true }]);
+    await page.goto(`${site.url}/console/invite?token=not-a-real-token`);
+    await page.getByRole('button', { name: 'Join' }).click();
+    await page.getByRole('alert').filter({ hasText: 'This invite link is not valid' }).waitFor();
+    expect((await site.call<{ orgs: unknown[] }>('GET', '/api/orgs', token)).body.orgs).toEqual([]);
+    // The refused accept is the only thing the browser reports.
+    expect(problems).toEqual([expect.stringContaining('status of 400')]);
+    await page.context().close();
+  });
+});
