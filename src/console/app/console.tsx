@@ -240,4 +240,8 @@ function App() {
   );
 }
 
+// Invite links name their page in the fragment (/console/#/invite?token=…); it is /console/invite.
+const invite = /^#\/invite(\?.*)?$/.exec(location.hash);
+if (location.pathname.startsWith('/console') && invite) history.replaceState(null, '', `/console/invite${invite[1] ?? ''}`);
+
 render(<App />, document.getElementById('app')!);

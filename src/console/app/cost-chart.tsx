@@ -12,9 +12,11 @@ import { currency, formatDay, t } from './locale';
 import { formatMicros, toMicros } from './money';
 import { Alert, errorText } from './ui';
 
-export type GroupBy = 'model' | 'user' | 'entrypoint';
+/** member: an organization's report (orgId) by the member whose keys made the requests. */
+export type GroupBy = 'model' | 'user' | 'entrypoint' | 'member';
 interface CostRow {
   user?: string;
+  member?: string;
   model?: string;
   entrypoint?: string;
   cost: number;

@@ -63,6 +63,8 @@ export const en = {
   'orgs.home.limit': 'Your spend limit',
   'orgs.home.keys': 'Your keys of this organization',
   'orgs.home.org': 'Members',
+  'chart.by.member': 'member',
+  'orgs.createdBy': 'Created by',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -127,4 +129,6 @@ export const zh: Record<keyof typeof en, string> = {
   'orgs.home.limit': '您的消费上限',
   'orgs.home.keys': '您在此组织的密钥',
   'orgs.home.org': '成员',
+  'chart.by.member': '成员',
+  'orgs.createdBy': '创建者',
 };

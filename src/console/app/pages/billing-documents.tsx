@@ -67,7 +67,7 @@ function Receipts() {
                   <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
                   <td>{p.provider}</td>
                   <td>
-                    <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
+                    <a href={withQuery(`/api/billing/receipts/${encodeURIComponent(p.id)}/download`, orgQuery(org))}>{t('docs.receipt')}</a>
                   </td>
                 </tr>
               )}
@@ -99,6 +99,7 @@ function Invoices() {
         payment_id: String(form.get('payment_id')),
         title,
         ...(taxId ? { tax_id: taxId } : {}),
+        ...orgQuery(org),
       });
       setDone(true);
       invoices.reload();
@@ -149,7 +150,9 @@ function Invoices() {
                 <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
                 <td>{inv.status === 'issued' ? t('product.invoice.issued') : inv.status}</td>
                 <td>
-                  <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
+                  <a href={withQuery(`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`, orgQuery(org))}>
+                    {t('docs.download')}
+                  </a>
                 </td>
               </tr>
             )}

@@ -17,13 +17,17 @@ type Period = 'day' | 'month' | 'total';
 
 export interface Member {
   user_id: string;
-  email: string;
+  /** null: an account with a phone number only. */
+  email: string | null;
   role: OrgRole;
   spend_limit: string | number | null;
   spend_period: Period | null;
   spent: string | number;
   joined_at: string;
 }
+
+/** How a member is named: its email, or its id for an account with a phone number only. */
+export const memberName = (m: Member) => m.email ?? m.user_id;
 
 const orgPath = (id: string) => `/api/orgs/${encodeURIComponent(id)}`;
 
@@ -134,7 +138,7 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
         row={(m) => (
           <tr key={m.user_id}>
             <td>
-              {m.email}
+              {memberName(m)}
               {m.user_id === me.id && ` (${t('orgs.you')})`}
             </td>
             <td>{roleName(m.role)}</td>
@@ -143,13 +147,13 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
             <td class="nowrap">
               {mayManage(m) && (
                 <>
-                  <button type="button" aria-label={t('orgs.editNamed', { email: m.email })} onClick={() => setEditing(m)}>
+                  <button type="button" aria-label={t('orgs.editNamed', { email: memberName(m) })} onClick={() => setEditing(m)}>
                     {t('orgs.edit')}
                   </button>{' '}
                   <ConfirmButton
                     label={t('orgs.remove')}
-                    aria-label={t('orgs.removeNamed', { email: m.email })}
-                    question={t('orgs.confirmRemove', { email: m.email, org: org.name })}
+                    aria-label={t('orgs.removeNamed', { email: memberName(m) })}
+                    question={t('orgs.confirmRemove', { email: memberName(m), org: org.name })}
                     confirmLabel={t('orgs.remove')}
                     onConfirm={() => remove(m)}
                   />
@@ -159,7 +163,11 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
           </tr>
         )}
       />
-      <Dialog open={editing !== null} title={t('orgs.editNamed', { email: editing?.email ?? '' })} onClose={() => setEditing(null)}>
+      <Dialog
+        open={editing !== null}
+        title={t('orgs.editNamed', { email: editing ? memberName(editing) : '' })}
+        onClose={() => setEditing(null)}
+      >
         {editing && (
           <EditMember
             key={editing.user_id}
@@ -200,7 +208,7 @@ function EditMember({ org, member, onSaved }: { org: Org; member: Member; onSave
     }
   }
   return (
-    <form onSubmit={submit} noValidate aria-label={t('orgs.editNamed', { email: member.email })}>
+    <form onSubmit={submit} noValidate aria-label={t('orgs.editNamed', { email: memberName(member) })}>
       <Select label={t('orgs.role')} name="role" value={member.role} options={assignableRoles(org.role).map((r) => [r, roleName(r)])} />
       <Alert>{errors.role}</Alert>
       <Field

@@ -95,6 +95,7 @@ function UsageLog() {
         </a>
       </form>
       <DailyCostChart days={localDays(filters.from, filters.to)} groupBy="model" only={filters.model || undefined} orgId={org?.id} />
+      {org && <DailyCostChart days={localDays(filters.from, filters.to)} groupBy="member" orgId={org.id} />}
       <h2>{t('usage.requests')}</h2>
       <Show loaded={page}>
         {({ usage, next_cursor }) => (

@@ -161,6 +161,7 @@ function TopUp({ org, onCredited }: { org: Org | null; onCredited: () => void })
       {payment && (
         <PendingPayment
           key={payment.id}
+          org={org}
           payment={payment}
           onSettled={(status) => {
             setWaiting(false);
@@ -173,7 +174,15 @@ function TopUp({ org, onCredited }: { org: Org | null; onCredited: () => void })
 }
 
 /** Polls GET /api/billing/payments/{id} (which also asks the provider) until the payment leaves pending. */
-function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (status: Payment['status']) => void }) {
+function PendingPayment({
+  org,
+  payment,
+  onSettled,
+}: {
+  org: Org | null;
+  payment: Payment;
+  onSettled: (status: Payment['status']) => void;
+}) {
   const [current, setCurrent] = useState<Payment>(payment);
   const [pollError, setPollError] = useState<string | null>(null);
   useEffect(() => {
@@ -183,7 +192,7 @@ function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (
     }
     const timer = setTimeout(async () => {
       try {
-        const next = await api<Payment>('GET', `/api/billing/payments/${encodeURIComponent(payment.id)}`);
+        const next = await api<Payment>('GET', withQuery(`/api/billing/payments/${encodeURIComponent(payment.id)}`, orgQuery(org)));
         setPollError(null);
         setCurrent({ ...current, ...next });
       } catch (err) {
