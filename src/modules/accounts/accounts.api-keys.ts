@@ -3,14 +3,16 @@
  * that issued them. Creating, listing, changing and revoking them, and their views; a change or
  * revoke reaches every process through the key cache (accounts.key-cache.ts).
  */
-import { and, desc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, or } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
+import type { DbOrTx } from '../../platform/db';
 import { sha256Hex } from '../../platform/crypto';
 import { AppError } from '../../platform/errors';
 import { API_KEY_PREFIX } from '../../platform/http/auth';
 import { newId, randomBase62 } from '../../platform/ids';
 import { type KeyLimits, type KeyLimitsInput, type KeyPolicy, type LimitsView, type SpendPeriod, NO_LIMITS, applyLimits, limitsView } from '../metering';
 import { type KeyCache, limitsOfRow } from './accounts.key-cache';
+import type { OrgMembership } from './accounts.org-port';
 import { apiKeys } from './accounts.tables';
 
 export interface ApiKeyView extends LimitsView {
@@ -20,6 +22,10 @@ export interface ApiKeyView extends LimitsView {
   created_at: string;
   last_used_at: string | null;
   capture: boolean;
+  /** The organization whose wallet pays for the key; null: a personal key. */
+  org_id: string | null;
+  /** The account that made it (for an organization's key, the member). */
+  created_by: string;
 }
 
 const limitsColumns = (l: KeyLimits) => ({ models: l.models, spendLimitMicros: l.spendLimitMicros, spendPeriod: l.spendPeriod, expiresAt: l.expiresAt, rpm: l.rpm });
@@ -36,20 +42,35 @@ export async function apiKeyNames(db: AppContext['database']['db'], userId: stri
   const rows = await db
     .select({ id: apiKeys.id, name: apiKeys.name, revokedAt: apiKeys.revokedAt })
     .from(apiKeys)
-    .where(and(eq(apiKeys.userId, userId), inArray(apiKeys.id, ids)));
+    // An organization's usage (userId an organization's id) names the organization's keys.
+    .where(and(or(eq(apiKeys.userId, userId), eq(apiKeys.orgId, userId)), inArray(apiKeys.id, ids)));
   return new Map(rows.map((r) => [r.id, { name: r.name, revoked: r.revokedAt !== null }]));
 }
 
-export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
+const orgNotFound = () => new AppError('not_found', 'organization not found');
+
+export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => OrgMembership) {
   const { db } = ctx.database;
 
-  /** `input`: a name, or a name with limits (checked against `policy`). */
-  async function createApiKey(userId: string, input: string | (KeyLimitsInput & { name: string; capture?: boolean }), policy: KeyPolicy = NO_MODELS) {
+  /** The caller's role in the organization; 404 when not a member (a foreign organization is not told apart from a missing one). */
+  async function requireMember(orgId: string, userId: string) {
+    const member = await orgs().memberOf(orgId, userId);
+    if (!member) throw orgNotFound();
+    return member;
+  }
+
+  /**
+   * `input`: a name, or a name with limits (checked against `policy`); with `org_id`, a key of that
+   * organization (the caller must be a member), paid by its wallet.
+   */
+  async function createApiKey(userId: string, input: string | (KeyLimitsInput & { name: string; capture?: boolean; org_id?: string | null }), policy: KeyPolicy = NO_MODELS) {
     if (typeof input === 'string') input = { name: input };
+    const orgId = input.org_id ?? null;
+    if (orgId) await requireMember(orgId, userId);
     const now = ctx.clock.now();
     const limits = applyLimits(NO_LIMITS, input, policy, now, true);
     const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
-    const row = { id: newId('key'), userId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, capture: input.capture ?? false, ...limitsColumns(limits) };
+    const row = { id: newId('key'), userId, orgId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, capture: input.capture ?? false, ...limitsColumns(limits) };
     await db.insert(apiKeys).values(row);
     return { ...viewOf({ ...row, lastUsedAt: null, revokedAt: null }, 0n), key };
   }
@@ -62,6 +83,8 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
       created_at: r.createdAt.toISOString(),
       last_used_at: r.lastUsedAt?.toISOString() ?? null,
       capture: r.capture,
+      org_id: r.orgId,
+      created_by: r.userId,
       ...limitsView(limitsOfRow(r), spent),
     };
   }
@@ -73,11 +96,20 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
     return rows.map((r) => viewOf(r, spent.get(r.id) ?? 0n));
   }
 
-  async function listApiKeys(userId: string, policy: KeyPolicy): Promise<ApiKeyView[]> {
+  /**
+   * The caller's live personal keys; with `orgId`, the organization's keys the caller may see: a
+   * member its own, owners and admins all of them.
+   */
+  async function listApiKeys(userId: string, policy: KeyPolicy, orgId?: string): Promise<ApiKeyView[]> {
+    let whose = and(eq(apiKeys.userId, userId), isNull(apiKeys.orgId));
+    if (orgId) {
+      const { role } = await requireMember(orgId, userId);
+      whose = role === 'member' ? and(eq(apiKeys.orgId, orgId), eq(apiKeys.userId, userId)) : eq(apiKeys.orgId, orgId);
+    }
     const rows = await db
       .select()
       .from(apiKeys)
-      .where(and(eq(apiKeys.userId, userId), eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
+      .where(and(whose, eq(apiKeys.site, ctx.config.site), isNull(apiKeys.revokedAt)))
       .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
     return viewsWithSpent(rows, policy);
   }
@@ -104,18 +136,47 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache) {
     return (await viewsWithSpent([updated], policy))[0]!;
   }
 
-  /** Revokes the caller's own key; a missing, foreign or already revoked key is the same 404. */
+  /**
+   * Revokes the caller's own key, or any key of an organization the caller owns or administers;
+   * a missing, foreign or already revoked key is the same 404.
+   */
   async function revokeApiKey(userId: string, keyId: string): Promise<void> {
-    const revoked = await cache.revokeEverywhere(keyId, async (tx) => {
+    const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
+    const role = key?.orgId ? (await orgs().memberOf(key.orgId, userId))?.role : undefined;
+    const mayRevoke = key !== undefined && (key.userId === userId || role === 'owner' || role === 'admin');
+    const revoked = mayRevoke && (await cache.revokeEverywhere(keyId, async (tx) => {
       const rows = await tx
         .update(apiKeys)
         .set({ revokedAt: ctx.clock.now() })
-        .where(and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
+        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
         .returning({ id: apiKeys.id });
       return rows.length > 0;
-    });
+    }));
     if (!revoked) throw new AppError('not_found', 'API key not found');
   }
 
-  return { createApiKey, listApiKeys, updateApiKey, revokeApiKey };
+  /** An organization's key's creator and organization (null: missing, or a personal key), for the orgs module's audit entries. */
+  async function orgKeyOf(keyId: string): Promise<{ orgId: string; createdBy: string } | null> {
+    const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
+    return key?.orgId ? { orgId: key.orgId, createdBy: key.userId } : null;
+  }
+
+  /** Revokes (in `tx`) every live key of an organization, or of one of its members. */
+  async function revokeOrgKeys(tx: DbOrTx, orgId: string, userId?: string): Promise<number> {
+    const rows = await tx
+      .update(apiKeys)
+      .set({ revokedAt: ctx.clock.now() })
+      .where(and(eq(apiKeys.orgId, orgId), userId ? eq(apiKeys.userId, userId) : undefined, isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id });
+    return rows.length;
+  }
+
+  /** Creators of keys by id (for an organization's report by member). */
+  async function creatorsOf(keyIds: string[]): Promise<Map<string, string>> {
+    if (keyIds.length === 0) return new Map();
+    const rows = await db.select({ id: apiKeys.id, userId: apiKeys.userId }).from(apiKeys).where(inArray(apiKeys.id, keyIds));
+    return new Map(rows.map((r) => [r.id, r.userId]));
+  }
+
+  return { createApiKey, listApiKeys, updateApiKey, revokeApiKey, orgKeyOf, revokeOrgKeys, creatorsOf };
 }

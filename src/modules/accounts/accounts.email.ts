@@ -128,6 +128,19 @@ export function createEmailAccounts(ctx: AppContext, mailer: Mailer) {
     });
 
   return {
+    /**
+     * An organization's invitation to `to` (who may have no account yet), in the language of the
+     * account of that address when there is one, else the site's. False when it is not sent by
+     * SMTP (no mail, or the log transport of a developer's machine): the inviter then passes the link on.
+     */
+    async orgInvite(to: string, invite: { org: string; inviter: string; role: string; link: string }): Promise<boolean> {
+      if (!mailer.enabled) return false;
+      const smtp = config.accounts.mail?.kind === 'smtp';
+      const [user] = await db.select({ id: users.id, locale: users.locale }).from(users).where(sql`lower(${users.email}) = ${to.toLowerCase()}`).limit(1);
+      mail({ id: user?.id ?? '', email: to, locale: user?.locale ?? null }, { kind: 'org_invite', ...invite });
+      return smtp;
+    },
+
     /** With EMAIL_VERIFICATION=required, registration must not tell new addresses from taken ones. */
     hidesRegistrations: verificationOn && config.accounts.emailVerification === 'required',
 

@@ -16,11 +16,15 @@ import type { AppContext } from '../../app-context';
 import type { DbOrTx } from '../../platform/db';
 import { sha256Hex } from '../../platform/crypto';
 import { API_KEY_PREFIX, type Caller } from '../../platform/http/auth';
-import { type KeyLimits, type SpendPeriod, NO_LIMITS } from '../metering';
+import { type KeyLimits, type SpendPeriod, NO_LIMITS, memberBudgetId } from '../metering';
+import type { OrgMembership } from './accounts.org-port';
 import { apiKeys, users } from './accounts.tables';
 
 export const REVOKE_CHANNEL = 'cpd_api_key_revoked';
 const USER_PAYLOAD = 'user:';
+/** `org:<id>`: every key of an organization; `member:<org id>:<user id>`: one member's keys of it. */
+const ORG_PAYLOAD = 'org:';
+const MEMBER_PAYLOAD = 'member:';
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
 const LAST_USED_EVERY_MS = 60_000;
@@ -45,9 +49,26 @@ export const limitsOfRow = (r: typeof apiKeys.$inferSelect): KeySettings => ({
   capture: r.capture,
 });
 
-export function createKeyCache(ctx: AppContext) {
+/** A cached key: who it makes the caller, its settings, and who made it for which organization (null: personal). */
+interface Entry {
+  caller: Caller;
+  limits: KeySettings;
+  at: number;
+  creator: string;
+  orgId: string | null;
+}
+
+/** Whether a revoke payload (a key id, `user:…`, `org:…`, `member:…`) covers a cached key. */
+function covers(payload: string, e: Entry): boolean {
+  if (payload.startsWith(USER_PAYLOAD)) return e.creator === payload.slice(USER_PAYLOAD.length);
+  if (payload.startsWith(ORG_PAYLOAD)) return e.orgId === payload.slice(ORG_PAYLOAD.length);
+  if (payload.startsWith(MEMBER_PAYLOAD)) return e.orgId !== null && payload === memberBudgetId(e.orgId, e.creator);
+  return e.caller.keyId === payload;
+}
+
+export function createKeyCache(ctx: AppContext, orgs: () => OrgMembership) {
   const { db } = ctx.database;
-  const cache = new Map<string, { caller: Caller; limits: KeySettings; at: number }>();
+  const cache = new Map<string, Entry>();
   /** The limits of the cached keys, by key id, for the router's admission. */
   const limitsByKey = new Map<string, KeySettings>();
   const lastUsedWritten = new Map<string, number>();
@@ -57,12 +78,11 @@ export function createKeyCache(ctx: AppContext) {
   /** Bumped by every revoke heard; a lookup that raced one does not cache its (stale) answer. */
   let revokesHeard = 0;
 
-  /** payload: a key id, or `user:<id>` for every key of a disabled account. */
+  /** payload: a key id, `user:<id>` for every key of a disabled account, or an organization's (or one member's) keys. */
   function forget(payload: string) {
     revokesHeard++;
-    const userId = payload.startsWith(USER_PAYLOAD) ? payload.slice(USER_PAYLOAD.length) : null;
     for (const [hash, entry] of cache) {
-      if (userId === null ? entry.caller.keyId === payload : entry.caller.userId === userId) {
+      if (covers(payload, entry)) {
         cache.delete(hash);
         limitsByKey.delete(entry.caller.keyId!);
       }
@@ -96,7 +116,19 @@ export function createKeyCache(ctx: AppContext) {
     const cached = limitsByKey.get(keyId);
     if (cached) return cached;
     const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
-    return row ? limitsOfRow(row) : null;
+    return row ? settingsOf(row) : null;
+  }
+
+  /**
+   * A key's settings; an organization's key also carries its creator's cap of the organization's
+   * spend. Null: an organization's key whose creator is no longer a member (refused).
+   */
+  async function settingsOf(row: typeof apiKeys.$inferSelect): Promise<KeySettings | null> {
+    const own = limitsOfRow(row);
+    if (!row.orgId) return own;
+    const member = await orgs().memberOf(row.orgId, row.userId);
+    if (!member) return null;
+    return { ...own, member: { id: memberBudgetId(row.orgId, row.userId), limitMicros: member.spendLimitMicros, period: member.spendPeriod } };
   }
 
   /**
@@ -114,11 +146,17 @@ export function createKeyCache(ctx: AppContext) {
       };
       echoWaiters.set(payload, [...(echoWaiters.get(payload) ?? []), wake]);
     });
-    const changed = await db.transaction(async (tx) => {
-      if (!(await change(tx))) return false;
-      await ctx.database.notify(REVOKE_CHANNEL, payload, tx);
-      return true;
-    });
+    let changed: boolean;
+    try {
+      changed = await db.transaction(async (tx) => {
+        if (!(await change(tx))) return false;
+        await ctx.database.notify(REVOKE_CHANNEL, payload, tx);
+        return true;
+      });
+    } catch (err) {
+      echoWaiters.delete(payload);
+      throw err;
+    }
     if (!changed) {
       echoWaiters.delete(payload);
       return false;
@@ -134,6 +172,11 @@ export function createKeyCache(ctx: AppContext) {
    * from every replica's cache before answering; the lookups below refuse a disabled account's keys.
    */
   const refuseKeysOf = (userId: string, disable: (tx: DbOrTx) => Promise<boolean>) => revokeEverywhere(`${USER_PAYLOAD}${userId}`, disable);
+
+  /** The same for every key of an organization (`change` deletes it) … */
+  const refuseOrgKeys = (orgId: string, change: (tx: DbOrTx) => Promise<boolean>) => revokeEverywhere(`${ORG_PAYLOAD}${orgId}`, change);
+  /** … or one member's keys of it (`change` removes the member, or changes its role or cap: the keys reload). */
+  const refreshMemberKeys = (orgId: string, userId: string, change: (tx: DbOrTx) => Promise<boolean>) => revokeEverywhere(memberBudgetId(orgId, userId), change);
 
   async function callerForKey(key: string): Promise<Caller | null> {
     if (key.length !== API_KEY_PREFIX.length + 40) return null;
@@ -157,15 +200,20 @@ export function createKeyCache(ctx: AppContext) {
         .limit(1);
       // A key of the other site is refused like an unknown one: a site's credentials are its own.
       if (!row || row.key.site !== ctx.config.site) return null;
-      caller = { userId: row.key.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.key.id };
-      limits = limitsOfRow(row.key);
+      const settings = await settingsOf(row.key);
+      if (!settings) return null;
+      // An organization's key calls as the organization (its wallet pays), never with its creator's admin rights.
+      caller = row.key.orgId
+        ? { userId: row.key.orgId, email: row.email, isAdmin: false, via: 'key', sessionId: null, keyId: row.key.id, member: row.key.userId }
+        : { userId: row.key.userId, email: row.email, isAdmin: row.isAdmin, via: 'key', sessionId: null, keyId: row.key.id };
+      limits = settings;
       if (revokesHeard === before) {
         if (cache.size >= CACHE_MAX) {
           const [oldHash, oldest] = cache.entries().next().value!;
           cache.delete(oldHash);
           limitsByKey.delete(oldest.caller.keyId!);
         }
-        cache.set(hash, { caller, limits, at: now });
+        cache.set(hash, { caller, limits, at: now, creator: row.key.userId, orgId: row.key.orgId });
         limitsByKey.set(caller.keyId!, limits);
       }
     }
@@ -190,7 +238,7 @@ export function createKeyCache(ctx: AppContext) {
     pendingWrites.add(write);
   }
 
-  return { revokeEverywhere, refuseKeysOf, callerForKey, limitsOf };
+  return { revokeEverywhere, refuseKeysOf, refuseOrgKeys, refreshMemberKeys, callerForKey, limitsOf };
 }
 
 export type KeyCache = ReturnType<typeof createKeyCache>;

@@ -15,7 +15,9 @@ export type MailContent =
   | { kind: 'refund'; amount: string; paymentId: string }
   | { kind: 'low_balance'; balance: string; threshold: string; link: string }
   /** `origin`: the endpoint's scheme and host only (its path may hold the receiver's own token). */
-  | { kind: 'webhook_disabled'; origin: string; link: string };
+  | { kind: 'webhook_disabled'; origin: string; link: string }
+  /** An invitation to join an organization (`inviter`: the inviting member's email). */
+  | { kind: 'org_invite'; org: string; inviter: string; role: string; link: string };
 
 interface Text {
   subject: string;
@@ -65,6 +67,11 @@ const en: Templates = {
     lines: ['The balance of your {site} wallet is {balance}, below the {threshold} you chose to be told about.', 'Top up to keep your API keys working.'],
     action: 'Top up',
   },
+  org_invite: {
+    subject: 'You are invited to join {org} on {site}',
+    lines: ['{inviter} invites you to join the organization {org} on {site} as {role}.', 'The link works once and for 7 days; sign in (or sign up) to accept. If you did not expect it, ignore this mail.'],
+    action: 'Accept the invitation',
+  },
   webhook_disabled: {
     subject: 'Webhook endpoint disabled: {origin}',
     lines: ['Deliveries to your webhook endpoint at {origin} failed for 3 days, so {site} disabled it.', 'Fix the receiver, then enable the endpoint again; failed deliveries can be retried from its delivery log.'],
@@ -106,6 +113,11 @@ const zh: Templates = {
     subject: '余额不足：{balance}',
     lines: ['您 {site} 钱包的余额为 {balance}，低于您设置的提醒金额 {threshold}。', '请及时充值，以免 API 密钥停止工作。'],
     action: '充值',
+  },
+  org_invite: {
+    subject: '邀请您加入 {site} 上的组织 {org}',
+    lines: ['{inviter} 邀请您以 {role} 身份加入 {site} 上的组织 {org}。', '链接 7 天内有效，仅可使用一次；请登录（或注册）后接受。如非预期，请忽略此邮件。'],
+    action: '接受邀请',
   },
   webhook_disabled: {
     subject: 'Webhook 端点已停用：{origin}',

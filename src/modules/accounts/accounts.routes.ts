@@ -120,7 +120,12 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
       },
       { auth: ['session'], params: s.IdParams, detail: { summary: 'End one of your sessions' } },
     )
-    .get('/api/api-keys', ({ caller }) => accounts.listApiKeys(caller.userId, keyPolicy), { auth: ['session'], response: { 200: s.ApiKeyList }, detail: { summary: 'Your live API keys' } })
+    .get('/api/api-keys', ({ caller, query }) => accounts.listApiKeys(caller.userId, keyPolicy, query.org_id), {
+      auth: ['session'],
+      query: s.ApiKeyListQuery,
+      response: { 200: s.ApiKeyList },
+      detail: { summary: "Your live personal API keys, or an organization's (org_id) you may see" },
+    })
     .post(
       '/api/api-keys',
       async ({ caller, body, set }) => {
@@ -143,6 +148,6 @@ export const accountsRoutes = ({ accounts, auth, config, keyPolicy }: AccountsRo
         await accounts.revokeApiKey(caller.userId, params.id);
         set.status = 204;
       },
-      { auth: ['session'], params: s.IdParams, detail: { summary: 'Revoke an API key' } },
+      { auth: ['session'], params: s.IdParams, detail: { summary: "Revoke an API key (yours, or an organization's you own or administer)" } },
     );
 };

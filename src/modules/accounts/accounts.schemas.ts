@@ -30,7 +30,9 @@ const Limits = {
   rpm: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 1_000_000, description: 'requests per minute' }))),
   capture: t.Optional(t.Boolean({ description: "capture this key's requests and answers (docs/captures.md); default false" })),
 };
-export const ApiKeyBody = t.Object({ name: keyName, ...Limits });
+const orgId = t.String({ minLength: 1, maxLength: 64, description: "an organization's id: its key, paid by its wallet" });
+export const ApiKeyBody = t.Object({ name: keyName, ...Limits, org_id: t.Optional(t.Nullable(orgId)) });
+export const ApiKeyListQuery = t.Object({ org_id: t.Optional(orgId) });
 export const ApiKeyPatch = t.Object({ name: t.Optional(keyName), ...Limits }, { minProperties: 1, description: "the fields to change; null clears a limit" });
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 
@@ -75,6 +77,8 @@ const ApiKey = t.Object({
   expires_at: t.Nullable(t.String()),
   rpm: t.Nullable(t.Integer()),
   capture: t.Boolean(),
+  org_id: t.Nullable(t.String({ description: 'the organization paying for the key; null: a personal key' })),
+  created_by: t.String({ description: 'the account that made the key' }),
 });
 export { ApiKey };
 export const ApiKeyList = t.Array(ApiKey);

@@ -14,6 +14,8 @@ import { checkPassword, createUserAdmin } from './accounts.admin';
 import { createApiKeyStore } from './accounts.api-keys';
 import { createEmailAccounts } from './accounts.email';
 import { createKeyCache } from './accounts.key-cache';
+import { NO_ORGS, type OrgMembership } from './accounts.org-port';
+import type { DbOrTx } from '../../platform/db';
 import { createMailer } from './accounts.mailer';
 import { createAccountNotifications } from './accounts.notifications';
 import { dummyHash, hashPassword, needsRehash, verifyPassword } from './accounts.passwords';
@@ -78,8 +80,9 @@ function validateNewAccount(input: { email: string; password: string; phone?: st
 
 export function createAccountsService(ctx: AppContext) {
   const { db } = ctx.database;
-  const keyCache = createKeyCache(ctx);
-  const keys = createApiKeyStore(ctx, keyCache);
+  let orgs: OrgMembership = NO_ORGS;
+  const keyCache = createKeyCache(ctx, () => orgs);
+  const keys = createApiKeyStore(ctx, keyCache, () => orgs);
   const admin = createUserAdmin(ctx, keyCache);
   const twoFactor = createTwoFactor(ctx);
   const mailer = createMailer(ctx);
@@ -410,6 +413,33 @@ export function createAccountsService(ctx: AppContext) {
     /** Whether an API key's requests are captured (from the key cache; false for an unknown key). */
     keyCaptures: async (keyId: string) => (await keyCache.limitsOf(keyId))?.capture === true,
     revokeApiKey: keys.revokeApiKey,
+    /** Wires organizations in (app.ts, once the orgs module exists): its keys' membership and caps. */
+    useOrgs(membership: OrgMembership) {
+      orgs = membership;
+    },
+    /** Outgoing mail (invitations); `enabled` false when no mail is configured. */
+    mailer,
+    /** Creators of keys by id. */
+    keyCreatorsOf: keys.creatorsOf,
+    /**
+     * Runs `change` (which removes a member, in `tx`) and revokes the member's keys of the
+     * organization with it; answers once every replica dropped them.
+     */
+    removeOrgMember: (orgId: string, userId: string, change: (tx: DbOrTx) => Promise<boolean>) =>
+      keyCache.refreshMemberKeys(orgId, userId, async (tx) => {
+        if (!(await change(tx))) return false;
+        await keys.revokeOrgKeys(tx, orgId, userId);
+        return true;
+      }),
+    /** Runs `change` (a member's role or cap) and makes every replica reload the member's keys before answering. */
+    changeOrgMember: (orgId: string, userId: string, change: (tx: DbOrTx) => Promise<boolean>) => keyCache.refreshMemberKeys(orgId, userId, change),
+    /** Runs `change` (which deletes an organization) and revokes all of its keys on every replica. */
+    deleteOrgKeys: (orgId: string, change: (tx: DbOrTx) => Promise<boolean>) =>
+      keyCache.refuseOrgKeys(orgId, async (tx) => {
+        if (!(await change(tx))) return false;
+        await keys.revokeOrgKeys(tx, orgId);
+        return true;
+      }),
     setupTwoFactor: twoFactor.setup,
     async enableTwoFactor(userId: string, code: string, meta: RequestMeta) {
       limitTwoFactor(userId, meta);

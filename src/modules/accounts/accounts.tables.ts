@@ -73,8 +73,13 @@ export const apiKeys = pgTable(
     rpm: integer('rpm'),
     /** The key's requests are captured (docs/captures.md). */
     capture: boolean('capture').notNull().default(false),
+    /**
+     * An organization's key: the organization's wallet pays for it and user_id is the member who
+     * made it (its creator). null: a personal key, paid by user_id's own wallet.
+     */
+    orgId: text('org_id'),
   },
-  (t) => [uniqueIndex('api_keys_key_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId)],
+  (t) => [uniqueIndex('api_keys_key_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId), index('api_keys_org_idx').on(t.orgId)],
 );
 
 /** One-time 2FA recovery codes, stored as SHA-256; used_at marks a spent one. */

@@ -11,3 +11,4 @@ export { phoneRoutes } from './accounts.phone.routes';
 export { createOAuth } from './accounts.oauth';
 export { createIdentities } from './accounts.identities';
 export { oauthRoutes } from './accounts.oauth.routes';
+export type { OrgMember, OrgMembership, OrgRole } from './accounts.org-port';

@@ -3,7 +3,7 @@
  * record() through index.ts, inside the write's own transaction when they have one, so an entry
  * exists exactly when the write committed. The table refuses UPDATE and DELETE (a trigger).
  */
-import { desc } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../app-context';
 import { decodeCursor, olderThan, page } from '../../platform/cursor';
 import type { DbOrTx } from '../../platform/db';
@@ -38,11 +38,12 @@ export function createAuditService(ctx: AppContext) {
     });
   }
 
-  async function list(query: { limit: number; cursor?: string }) {
+  /** Every entry, or (`target`) the entries about one thing (an organization's own log), newest first. */
+  async function list(query: { limit: number; cursor?: string; target?: string }) {
     const rows = await db
       .select()
       .from(auditLog)
-      .where(olderThan(auditLog, auditLog.createdAt, auditLog.id, decodeCursor(query.cursor)))
+      .where(and(query.target === undefined ? undefined : eq(auditLog.target, query.target), olderThan(auditLog, auditLog.createdAt, auditLog.id, decodeCursor(query.cursor))))
       .orderBy(desc(auditLog.createdAt), desc(auditLog.id))
       .limit(query.limit + 1);
     const { items, nextCursor } = page(rows, query.limit);

@@ -18,5 +18,6 @@ export const auditLog = pgTable(
     target: text('target').notNull(),
     details: jsonb('details').notNull(),
   },
-  (t) => [index('audit_log_created_idx').on(t.createdAt, t.id)],
+  // target, created_at, id: one organization's entries, newest first.
+  (t) => [index('audit_log_created_idx').on(t.createdAt, t.id), index('audit_log_target_idx').on(t.target, t.createdAt, t.id)],
 );

@@ -15,7 +15,15 @@ export interface BillingRoutesDeps {
   config: Config;
   /** Refuses a caller who may not pay yet (accounts: 403 until the email is verified, where that is required). */
   requirePayer?: (userId: string) => Promise<void>;
+  /**
+   * The wallet a request reads or pays into: the caller's, or (org_id) an organization's, which
+   * only its owners and admins may use (orgs: 403 for a member, 404 for anyone else).
+   */
+  walletOf?: WalletOf;
 }
+
+export type WalletOf = (userId: string, orgId: string | undefined) => Promise<string>;
+const ownWallet: WalletOf = async (userId) => userId;
 
 /**
  * Bodies here are what a payment provider sends (its content type, its signature over the exact
@@ -26,63 +34,88 @@ export const PROVIDER_BODY_PATHS = ['/api/payments/webhooks/', '/api/payments/sa
 const html = (body: string, contentType = 'text/html; charset=utf-8') => new Response(body, { headers: { 'content-type': contentType } });
 
 /** Invoices exist on the China site only and receipts on the international site only: elsewhere their paths are unknown routes (404). */
-const invoiceRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices']) =>
+const invoiceRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices'], walletOf: WalletOf) =>
   new Elysia({ name: 'cpd/billing/invoices', detail: { tags: ['billing'] } })
     .use(auth)
-    .get('/api/billing/invoices', ({ caller }) => invoices.listInvoices(caller.userId), { auth: ['session'], detail: { summary: 'Invoices (China site)' } })
+    .get('/api/billing/invoices', async ({ caller, query }) => invoices.listInvoices(await walletOf(caller.userId, query.org_id)), {
+      auth: ['session'],
+      query: s.WalletQuery,
+      detail: { summary: 'Invoices (China site)' },
+    })
     .post(
       '/api/billing/invoices',
       async ({ caller, body, set }) => {
-        const invoice = await invoices.createInvoice(caller.userId, body);
+        const { org_id, ...input } = body;
+        const invoice = await invoices.createInvoice(await walletOf(caller.userId, org_id), input);
         set.status = 201;
         return invoice;
       },
       { auth: ['session'], body: s.CreateInvoiceBody, detail: { summary: 'Issue an invoice for a paid payment (China site)' } },
     )
-    .get('/api/billing/invoices/:paymentId/download', ({ caller, params }) => invoices.downloadInvoice(caller.userId, params.paymentId), {
+    .get('/api/billing/invoices/:paymentId/download', async ({ caller, params, query }) => invoices.downloadInvoice(await walletOf(caller.userId, query.org_id), params.paymentId), {
       auth: ['session', 'query'],
       params: s.PaymentIdParams,
+      query: s.WalletQuery,
       detail: { summary: 'Invoice as HTML (China site)' },
     });
 
-const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices']) =>
+const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices'], walletOf: WalletOf) =>
   new Elysia({ name: 'cpd/billing/receipts', detail: { tags: ['billing'] } })
     .use(auth)
-    .get('/api/billing/receipts/:paymentId/download', ({ caller, params }) => invoices.downloadReceipt(caller, params.paymentId), {
-      auth: ['session', 'query'],
-      params: s.PaymentIdParams,
-      detail: { summary: 'Card receipt as HTML (international site)' },
-    });
+    .get(
+      '/api/billing/receipts/:paymentId/download',
+      async ({ caller, params, query }) => invoices.downloadReceipt({ userId: await walletOf(caller.userId, query.org_id), email: caller.email }, params.paymentId),
+      {
+        auth: ['session', 'query'],
+        params: s.PaymentIdParams,
+        query: s.WalletQuery,
+        detail: { summary: 'Card receipt as HTML (international site)' },
+      },
+    );
 
-export const billingRoutes = ({ auth, billing, config, requirePayer }: BillingRoutesDeps) => {
+export const billingRoutes = ({ auth, billing, config, requirePayer, walletOf = ownWallet }: BillingRoutesDeps) => {
   const { ledger, payments, notifications, invoices, sandbox } = billing;
   const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
     .use(auth)
-    .get('/api/billing/wallet', ({ caller }) => ledger.wallet(caller.userId), { auth: ['session'], detail: { summary: 'Wallet balance' } })
-    .get('/api/billing/transactions', ({ caller, query }) => ledger.listTransactions(caller.userId, { limit: query.limit ?? 50, cursor: query.cursor }), {
+    .get('/api/billing/wallet', async ({ caller, query }) => ledger.wallet(await walletOf(caller.userId, query.org_id)), {
+      auth: ['session'],
+      query: s.WalletQuery,
+      detail: { summary: "Wallet balance (yours, or an organization's with org_id)" },
+    })
+    .get('/api/billing/transactions', async ({ caller, query }) => ledger.listTransactions(await walletOf(caller.userId, query.org_id), { limit: query.limit ?? 50, cursor: query.cursor }), {
       auth: ['session'],
       query: s.ListQuery,
       detail: { summary: 'Ledger, newest first' },
     })
-    .get('/api/billing/summary', ({ caller }) => ledger.summary(caller.userId), { auth: ['session'], detail: { summary: 'Balance and totals' } })
+    .get('/api/billing/summary', async ({ caller, query }) => ledger.summary(await walletOf(caller.userId, query.org_id)), {
+      auth: ['session'],
+      query: s.WalletQuery,
+      detail: { summary: 'Balance and totals' },
+    })
     .post(
       '/api/billing/payments',
       async ({ caller, body, headers, set }) => {
+        const { org_id, ...input } = body;
+        const wallet = await walletOf(caller.userId, org_id);
         await requirePayer?.(caller.userId);
         set.status = 201;
-        return payments.create(caller.userId, body, headers['idempotency-key']);
+        return payments.create(wallet, input, headers['idempotency-key']);
       },
-      { auth: ['session'], body: s.CreatePaymentBody, headers: s.IdempotencyHeaders, detail: { summary: 'Start a top-up' } },
+      { auth: ['session'], body: s.CreatePaymentBody, headers: s.IdempotencyHeaders, detail: { summary: "Start a top-up (of an organization's wallet with org_id)" } },
     )
-    .get('/api/billing/payments', ({ caller, query }) => payments.list(caller.userId, { ...query, limit: query.limit ?? 50 }), {
+    .get('/api/billing/payments', async ({ caller, query }) => {
+      const { org_id, ...rest } = query;
+      return payments.list(await walletOf(caller.userId, org_id), { ...rest, limit: rest.limit ?? 50 });
+    }, {
       auth: ['session'],
       query: s.PaymentListQuery,
       response: { 200: s.PaymentList },
       detail: { summary: 'Top-ups, newest first' },
     })
-    .get('/api/billing/payments/:id', ({ caller, params }) => payments.get(caller.userId, params.id), {
+    .get('/api/billing/payments/:id', async ({ caller, params, query }) => payments.get(await walletOf(caller.userId, query.org_id), params.id), {
       auth: ['session'],
       params: s.IdParams,
+      query: s.WalletQuery,
       response: { 200: s.PaymentDetail },
       detail: { summary: 'One top-up (polling reconciles it with the provider)' },
     })
@@ -92,7 +125,7 @@ export const billingRoutes = ({ auth, billing, config, requirePayer }: BillingRo
       params: s.ProviderParams,
       detail: { summary: 'Provider notifications (signature checked on the raw body)' },
     })
-    .use(config.site === 'cn' ? invoiceRoutes(auth, invoices) : receiptRoutes(auth, invoices));
+    .use(config.site === 'cn' ? invoiceRoutes(auth, invoices, walletOf) : receiptRoutes(auth, invoices, walletOf));
   if (!sandbox) return app;
   // The sandbox provider's own pages: no credential, they stand for the provider's checkout.
   return app

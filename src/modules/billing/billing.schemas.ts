@@ -1,14 +1,20 @@
 import { t } from 'elysia';
 
+const orgId = t.Optional(t.String({ minLength: 1, maxLength: 64, description: "an organization's wallet instead of your own (its owners and admins)" }));
+/** Whose wallet: the caller's, or an organization's. */
+export const WalletQuery = t.Object({ org_id: orgId });
+
 /** Every cursor list: limit 1..200 (default 50, outside 400); an opaque cursor. */
 export const ListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: t.Optional(t.String({ minLength: 1 })),
+  org_id: orgId,
 });
 
 export const PaymentListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: t.Optional(t.String({ minLength: 1 })),
+  org_id: orgId,
   // A pattern, not UnionEnum: Elysia fills an absent optional enum with its first member.
   status: t.Optional(t.String({ pattern: '^(pending|paid|failed|expired)$' })),
 });
@@ -17,6 +23,7 @@ export const CreatePaymentBody = t.Object({
   provider: t.String({ minLength: 1 }),
   amount: t.Number({ exclusiveMinimum: 0 }),
   currency: t.String({ minLength: 1 }),
+  org_id: orgId,
 });
 
 export const IdempotencyHeaders = t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255 })) });
@@ -25,6 +32,7 @@ export const CreateInvoiceBody = t.Object({
   payment_id: t.String({ minLength: 1 }),
   title: t.String({ minLength: 1, maxLength: 200 }),
   tax_id: t.Optional(t.String({ maxLength: 32 })),
+  org_id: orgId,
 });
 
 export const IdParams = t.Object({ id: t.String() });

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import type { authPlugin } from '../../platform/http/auth';
+import { type authPlugin, recordsOwner } from '../../platform/http/auth';
 import type { AuditService } from '../audit';
 import type { CapturesService } from './captures.service';
 import * as s from './captures.schemas';
@@ -8,13 +8,13 @@ import * as s from './captures.schemas';
 export const capturesRoutes = (deps: { auth: ReturnType<typeof authPlugin>; captures: CapturesService; audit: AuditService }) =>
   new Elysia({ name: 'cpd/captures' })
     .use(deps.auth)
-    .get('/api/captures', ({ caller, query }) => deps.captures.list(caller.userId, query), {
+    .get('/api/captures', ({ caller, query }) => deps.captures.list(recordsOwner(caller), query), {
       auth: ['session', 'key'],
       query: s.CaptureQuery,
       response: { 200: s.CaptureList },
       detail: { summary: 'Your captured requests, newest first', tags: ['captures'] },
     })
-    .get('/api/captures/:id', ({ caller, params }) => deps.captures.get(caller.userId, params.id), {
+    .get('/api/captures/:id', ({ caller, params }) => deps.captures.get(recordsOwner(caller), params.id), {
       auth: ['session', 'key'],
       params: s.CaptureIdParams,
       response: { 200: s.CaptureDetail },

@@ -55,6 +55,13 @@ const KEY_REFUSALS = {
   unavailable: 'the key spend limit cannot be checked right now',
 };
 
+/** A member's cap of an organization's spend (the budget's refusals, in the member's words). */
+const MEMBER_REFUSALS = {
+  exhausted: 'your spend limit in this organization is reached',
+  reserved: 'your spend limit in this organization is reached: the rest is reserved by requests in flight',
+  unavailable: 'your spend limit in this organization cannot be checked right now',
+};
+
 /** Start of the key's current period (UTC day or month; the epoch for `total`). */
 export function periodStart(period: SpendPeriod, now: Date): Date {
   if (period === 'day') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
@@ -78,6 +85,8 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   };
   // No notifications: a request not covered asks the database, which sees every commit at once.
   const admission = createAdmission(source, async () => {}, ctx.log, { ...opts, refusals: KEY_REFUSALS });
+  // Members' caps share the grants (keyed by the budget's id) and differ only in their refusals.
+  const memberAdmission = createAdmission(source, async () => {}, ctx.log, { ...opts, refusals: MEMBER_REFUSALS });
 
   /** Spent by each key in its period, from the usage rows' per-key daily rollup (one query for all of a user's keys). */
   async function spentBy(keys: Array<{ keyId: string; period: SpendPeriod }>): Promise<Map<string, bigint>> {
@@ -105,11 +114,11 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   }
 
   /** Drops the key's local grant when its limit, period or period start changed since its last request. */
-  function budgetOf(keyId: string, limitMicros: bigint, period: SpendPeriod): void {
+  function budgetOf(keyId: string, limitMicros: bigint, period: SpendPeriod, of = admission): void {
     const start = periodStart(period, ctx.clock.now());
     const known = budgets.get(keyId);
     if (known && known.limitMicros === limitMicros && known.period === period && known.periodStart.getTime() === start.getTime()) return;
-    if (known) admission.forget(keyId);
+    if (known) of.forget(keyId);
     budgets.set(keyId, { limitMicros, period, periodStart: start });
   }
 
@@ -118,9 +127,15 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
    * lowering this process's key grants by what the batch spent; null when no row is of a key with
    * a grant here.
    */
-  function consume(on: DbOrTx, rows: ReadonlyArray<{ keyId: string | null; costMicros: bigint }>): Promise<Map<string, Grant>> | null {
+  function consume(on: DbOrTx, rows: ReadonlyArray<{ keyId: string | null; memberKey?: string | null; costMicros: bigint }>): Promise<Map<string, Grant>> | null {
     const spent = new Map<string, bigint>();
-    for (const r of rows) if (r.keyId && r.costMicros > 0n && budgets.has(r.keyId)) spent.set(r.keyId, (spent.get(r.keyId) ?? 0n) + r.costMicros);
+    const add = (id: string | null | undefined, cost: bigint) => {
+      if (id && cost > 0n && budgets.has(id)) spent.set(id, (spent.get(id) ?? 0n) + cost);
+    };
+    for (const r of rows) {
+      add(r.keyId, r.costMicros);
+      add(r.memberKey, r.costMicros);
+    }
     if (!spent.size) return null;
     return grants.consume(on, opts.holder, spent).then((touched) => new Map(touched.map((r) => [r.key_id, grants.grantOf(r)])));
   }
@@ -173,14 +188,36 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
   async function admit(limits: AllowedKey | null, need: Need, signal?: AbortSignal): Promise<Ticket | null> {
     if (!limits) return null;
     if (limits.rpm !== null) enforceRpm(limits.keyId, limits.rpm);
-    if (limits.spendLimitMicros === null) return null;
-    budgetOf(limits.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
+    let keyHold: Ticket | null = null;
+    if (limits.spendLimitMicros !== null) {
+      budgetOf(limits.keyId, limits.spendLimitMicros, limits.spendPeriod ?? 'total');
+      try {
+        keyHold = await admission.admit(limits.keyId, need, signal);
+      } catch (err) {
+        if (err instanceof AppError && err.message === KEY_REFUSALS.exhausted) reached(limits);
+        throw err;
+      }
+    }
+    const member = limits.member;
+    if (!member || member.limitMicros === null) return keyHold;
+    budgetOf(member.id, member.limitMicros, member.period ?? 'total', memberAdmission);
+    let memberHold: Ticket;
     try {
-      return await admission.admit(limits.keyId, need, signal);
+      // What the key holds bounds what the member's budget needs.
+      memberHold = await memberAdmission.admit(member.id, keyHold ? { ...need, estimate: keyHold.holdMicros } : need, signal);
     } catch (err) {
-      if (err instanceof AppError && err.message === KEY_REFUSALS.exhausted) reached(limits);
+      keyHold?.release();
       throw err;
     }
+    if (!keyHold) return memberHold;
+    const both = keyHold;
+    return {
+      holdMicros: memberHold.holdMicros,
+      release() {
+        memberHold.release();
+        both.release();
+      },
+    };
   }
 
   return {
@@ -189,8 +226,13 @@ export function createKeyLimits(ctx: AppContext, limitsOf: KeyLimitsSource, opts
     spentBy,
     consume,
     /** The usage commit that lowered these key grants of ours is committed. */
-    committed: admission.committed,
+    committed(changed: Map<string, Grant>) {
+      admission.committed(changed);
+      memberAdmission.committed(changed);
+    },
     /** Gives every key grant back (graceful stop, after the usage writer drained). */
-    close: admission.close,
+    async close() {
+      await Promise.all([admission.close(), memberAdmission.close()]);
+    },
   };
 }

@@ -10,7 +10,23 @@ export interface KeyLimits {
   spendPeriod: SpendPeriod | null;
   expiresAt: Date | null;
   rpm: number | null;
+  /** An organization's key: its member's share of the organization's spend (absent: a personal key). */
+  member?: MemberBudget | null;
 }
+
+/**
+ * What a member of an organization may spend of its wallet, over all of the member's keys of it.
+ * Its spend is rolled up under `id` beside the keys' own (router_usage_key_daily), so the key spend
+ * limits' machinery bounds it the same way across replicas.
+ */
+export interface MemberBudget {
+  /** `member:<org id>:<user id>` */
+  id: string;
+  limitMicros: bigint | null;
+  period: SpendPeriod | null;
+}
+
+export const memberBudgetId = (orgId: string, userId: string) => `member:${orgId}:${userId}`;
 
 /** The request fields (absent: unchanged; null: cleared). */
 export interface KeyLimitsInput {

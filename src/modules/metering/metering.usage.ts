@@ -22,6 +22,8 @@ export interface UsageRecord {
   createdAt: Date;
   userId: string | null;
   keyId: string | null;
+  /** An organization's key: its member's budget id (metering.key-limits.types.ts), whose spend is rolled up beside the key's. */
+  memberKey?: string | null;
   entrypoint: string;
   model: string;
   backend: string | null;
@@ -135,6 +137,7 @@ const wireOf = (r: UsageRecord) => ({
   r: r.streamed,
   a: r.aborted,
   q: r.requestId,
+  o: r.memberKey ?? null,
 });
 type Wire = ReturnType<typeof wireOf>;
 
@@ -160,6 +163,7 @@ const WIRE_COLUMNS: ReadonlyArray<readonly [key: keyof Wire, column: string, typ
   ['r', 'streamed', 'boolean'],
   ['a', 'aborted', 'boolean'],
   ['q', 'request_id', 'text'],
+  ['o', 'member_key', 'text'],
 ];
 
 /** A row as log lines and router_usage_set_aside show it: by its columns' names. */
@@ -214,6 +218,8 @@ function recordOf(line: unknown): UsageRecord {
     streamed: w.r,
     aborted: w.a,
     requestId: w.q,
+    // Journals written before organizations have none.
+    memberKey: w.o ?? null,
   };
 }
 
@@ -248,14 +254,18 @@ const insertSql = (replay: boolean) => `
     ), inserted as (
       ${replay ? 'select batch.* from batch join usage_rows using (id)' : 'select * from batch'}
     ), grouped as (
-      select hour, day, coalesce(user_id, '') as user_id, model, entrypoint, key_id, count(*) as requests,
+      select hour, day, coalesce(user_id, '') as user_id, model, entrypoint, key_id, member_key, count(*) as requests,
         sum(prompt_tokens + completion_tokens) as tokens, sum(cost_micros) as cost_micros, sum(cost_usd_micros) as cost_usd_micros
       from inserted
-      group by 1, 2, 3, 4, 5, 6
+      group by 1, 2, 3, 4, 5, 6, 7
     ), daily as (${upsertRollup('router_usage_daily', 'day')}
     ), key_daily as (
       insert into router_usage_key_daily (day, key_id, cost_micros)
-      select day, key_id, sum(cost_micros) from grouped where key_id is not null
+      select day, spender, sum(cost_micros) from (
+        select day, key_id as spender, cost_micros from grouped where key_id is not null
+        union all
+        select day, member_key, cost_micros from grouped where member_key is not null
+      ) spenders
       group by 1, 2
       order by 1, 2
       on conflict (day, key_id) do update set cost_micros = router_usage_key_daily.cost_micros + excluded.cost_micros

@@ -210,7 +210,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
           },
         }
       : wallet;
-    return { req, plan: p, ticket, holdMicros: ticket.holdMicros, started };
+    return { req, plan: p, ticket, holdMicros: ticket.holdMicros, started, memberKey: key?.member?.id ?? null };
   }
 
   /**
@@ -277,6 +277,7 @@ export function createRouterService(ctx: AppContext, deps: RouterDeps) {
       createdAt: ctx.clock.now(),
       userId: a.req.caller?.userId ?? null,
       keyId: a.req.caller?.keyId ?? null,
+      memberKey: a.memberKey ?? null,
       entrypoint: a.plan.entrypoint,
       model: m.model,
       backend: m.backend,

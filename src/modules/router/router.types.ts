@@ -55,6 +55,8 @@ export interface Admitted {
   ticket: Ticket | null;
   holdMicros: bigint;
   started: number;
+  /** An organization's key: the member's budget id its spend is also counted under. */
+  memberKey?: string | null;
 }
 
 /** The candidate that answered and the lease on its backend. */

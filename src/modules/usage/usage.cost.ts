@@ -15,7 +15,7 @@ import { AppError } from '../../platform/errors';
 import { toMajor } from '../../platform/money';
 import { usdConverter } from '../metering';
 
-export const GROUP_KEYS = ['user', 'model', 'entrypoint'] as const;
+export const GROUP_KEYS = ['user', 'model', 'entrypoint', 'member'] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];
 
 const HOUR_MS = 3_600_000;
@@ -32,6 +32,8 @@ export interface CostQuery {
 
 export interface CostRow {
   user?: string;
+  /** An organization's member (email) whose keys made the requests. */
+  member?: string;
   model?: string;
   entrypoint?: string;
   cost_usd: number;
@@ -56,16 +58,71 @@ export function parseGroupBy(raw: string | undefined): GroupKey[] {
   return keys;
 }
 
-export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) => Promise<Map<string, string>>) {
+export interface CostReportDeps {
+  emailsOf: (userIds: string[]) => Promise<Map<string, string>>;
+  /** Creators of API keys by key id (accounts): an organization's key's member. */
+  keyCreatorsOf: (keyIds: string[]) => Promise<Map<string, string>>;
+}
+
+/** Whose cost: a user's own (everyone's for an admin), or (`org`) an organization's wallet. */
+export interface CostScope {
+  userId: string;
+  isAdmin: boolean;
+  org?: boolean;
+}
+
+export function createCostReport(ctx: AppContext, deps: CostReportDeps) {
+  const { emailsOf } = deps;
   const toUsd = usdConverter(ctx.config.site, ctx.config.usdPerCny);
   const reports = ctx.reportDatabase ?? ctx.database;
-  const column: Record<GroupKey, SQL> = { user: sql.raw('user_id'), model: sql.raw('model'), entrypoint: sql.raw('entrypoint') };
+  const column: Record<Exclude<GroupKey, 'member'>, SQL> = { user: sql.raw('user_id'), model: sql.raw('model'), entrypoint: sql.raw('entrypoint') };
 
-  return async function cost(scope: { userId: string; isAdmin: boolean }, q: CostQuery) {
+  /**
+   * An organization's cost by member: its requests' keys, each mapped to the member who made it.
+   * Read from router_usage (the rollups have no key), which an organization's window keeps small.
+   */
+  async function byMember(scope: CostScope, q: CostQuery, from: Date, to: Date, groups: GroupKey[]) {
+    const cols = groups.filter((g): g is 'model' | 'entrypoint' => g === 'model' || g === 'entrypoint').map((g) => column[g]);
+    const rows = await reports.query<Record<string, string>>(sql`
+      select key_id, ${cols.length ? sql`${sql.join(cols, sql`, `)}, ` : sql``}sum(prompt_tokens + completion_tokens)::text as tokens, sum(cost_micros)::text as cost_micros
+      from router_usage
+      where user_id = ${scope.userId} and created_at >= ${from.toISOString()}::timestamptz and created_at < ${to.toISOString()}::timestamptz
+      group by key_id${cols.length ? sql`, ${sql.join(cols, sql`, `)}` : sql``}`);
+    const creators = await deps.keyCreatorsOf([...new Set(rows.flatMap((r) => (r.key_id ? [r.key_id] : [])))]);
+    const emails = await emailsOf([...new Set(creators.values())]);
+    const merged = new Map<string, { member: string; model?: string; entrypoint?: string; tokens: bigint; cost: bigint }>();
+    for (const r of rows) {
+      const creator = r.key_id ? creators.get(r.key_id) : undefined;
+      const member = creator ? (emails.get(creator) ?? creator) : 'unknown';
+      const at = JSON.stringify([member, r.model, r.entrypoint]);
+      const m = merged.get(at) ?? { member, model: r.model, entrypoint: r.entrypoint, tokens: 0n, cost: 0n };
+      m.tokens += BigInt(r.tokens!);
+      m.cost += BigInt(r.cost_micros!);
+      merged.set(at, m);
+    }
+    const items = [...merged.values()]
+      .sort((a, b) => (a.cost === b.cost ? a.member.localeCompare(b.member) : a.cost > b.cost ? -1 : 1))
+      .map((m) => {
+        const row: CostRow = { cost_usd: toMajor(toUsd(m.cost)), tokens: Number(m.tokens) };
+        if (q.currency === 'site') Object.assign(row, { cost: toMajor(m.cost), currency: ctx.config.currency });
+        if (groups.includes('user')) row.user = scope.userId;
+        row.member = m.member;
+        if (groups.includes('model')) row.model = m.model!;
+        if (groups.includes('entrypoint')) row.entrypoint = m.entrypoint!;
+        return row;
+      });
+    return { from: from.toISOString(), to: to.toISOString(), group_by: groups, items };
+  }
+
+  return async function cost(scope: CostScope, q: CostQuery) {
     const to = q.to ? parseTime('to', q.to) : ctx.clock.now();
     const from = q.from ? parseTime('from', q.from) : new Date(to.getTime() - 30 * DAY_MS);
     if (from > to) throw new AppError('invalid', 'from must not be after to');
     const groups = parseGroupBy(q.group_by);
+    if (groups.includes('member')) {
+      if (!scope.org) throw new AppError('invalid', 'group_by: "member" needs an org_id');
+      return byMember(scope, q, from, to, groups);
+    }
 
     // Daily [d1, d2), hourly [h1, d1) and [d2, h2), raw [from, h1) and [h2, to); h1 <= d1 <= d2 <= h2.
     let h1 = Math.ceil(from.getTime() / HOUR_MS) * HOUR_MS;
@@ -75,7 +132,7 @@ export function createCostReport(ctx: AppContext, emailsOf: (userIds: string[]) 
     if (h1 >= h2) h1 = h2 = d1 = d2 = to.getTime();
     else if (d1 >= d2) d1 = d2 = h2;
     const own = scope.isAdmin ? sql`` : sql` and user_id = ${scope.userId}`;
-    const cols = groups.map((g) => column[g]);
+    const cols = groups.map((g) => column[g as Exclude<GroupKey, 'member'>]);
     const select = cols.length ? sql`${sql.join(cols, sql`, `)}, ` : sql``;
     const groupBy = cols.length ? sql` group by ${sql.join(cols, sql`, `)}` : sql``;
     const iso = (d: Date | number) => new Date(d).toISOString();

@@ -3,7 +3,8 @@ import { t } from 'elysia';
 export const CostQuery = t.Object({
   from: t.Optional(t.String({ description: 'ISO 8601 start (inclusive); default: 30 days before `to`' })),
   to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive); default: now' })),
-  group_by: t.Optional(t.String({ description: 'comma-separated: user, model, entrypoint' })),
+  group_by: t.Optional(t.String({ description: 'comma-separated: user, model, entrypoint; with org_id also member' })),
+  org_id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "an organization's usage (its owners and admins)" })),
   currency: t.Optional(t.UnionEnum(['usd', 'site'], { description: "site: each row also has `cost` in the site's currency and that `currency`" })),
 });
 
@@ -12,6 +13,7 @@ export const UsageQuery = t.Object({
   to: t.Optional(t.String({ description: 'ISO 8601 end (exclusive)' })),
   model: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
   key_id: t.Optional(t.String({ minLength: 1, maxLength: 64 })),
+  org_id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "an organization's usage (its owners and admins)" })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: t.Optional(t.String({ minLength: 1 })),
 });
@@ -43,6 +45,7 @@ export const UsageResponse = t.Object({
 
 export const CostRowSchema = t.Object({
   user: t.Optional(t.String()),
+  member: t.Optional(t.String({ description: "the email of the organization's member whose keys made the requests (group_by=member)" })),
   model: t.Optional(t.String()),
   entrypoint: t.Optional(t.String()),
   cost_usd: t.Number(),

@@ -20,6 +20,20 @@ export interface Caller {
   via: 'session' | 'cookie' | 'query' | 'key';
   sessionId: string | null;
   keyId: string | null;
+  /**
+   * An organization's key: the member who made it. userId is then the organization (whose wallet
+   * pays); such a key calls models but reads none of the organization's records.
+   */
+  member?: string;
+}
+
+/**
+ * Whose records (usage, captures) the caller reads: its own account. An organization's key reads
+ * none of the organization's (403): those are for its owners and admins, signed in.
+ */
+export function recordsOwner(caller: Caller): string {
+  if (caller.member !== undefined) throw new AppError('forbidden', "an organization's key cannot read the organization's records");
+  return caller.userId;
 }
 
 /** Implemented by the accounts module: turns a presented secret into a caller, or null. */

@@ -36,7 +36,7 @@ for (const kind of DB_KINDS) {
     test('create answers 201 with the full key once; list answers an array without it', async () => {
       const created = await t.request('POST', '/api/api-keys', { token: user.token, body: { name: 'ci' } });
       expect(created.status).toBe(201);
-      const noLimits = { models: null, spend_limit: null, spend_period: null, spent: 0, expires_at: null, rpm: null, capture: false };
+      const noLimits = { models: null, spend_limit: null, spend_period: null, spent: 0, expires_at: null, rpm: null, capture: false, org_id: null, created_by: user.id };
       expect(created.body).toEqual({ id: expect.any(String), key: expect.stringMatching(/^bfvk-[0-9A-Za-z]{40}$/), prefix: expect.any(String), name: 'ci', created_at: clock.now().toISOString(), last_used_at: null, ...noLimits });
       expect(created.body.prefix).toBe(created.body.key.slice(0, 12));
 

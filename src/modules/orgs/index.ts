@@ -1,0 +1,2 @@
+export { createOrgsService, type OrgsService } from './orgs.service';
+export { orgsRoutes } from './orgs.routes';
