@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
-import { axeViolations } from '../support/axe';
+import { axeViolations, sidewaysCulprits } from '../support/page-checks';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { type ConsoleSite, startConsoleSite } from '../support/console-site';
 
@@ -91,9 +91,14 @@ describe('organizations in the console', () => {
     await inviteForm.getByRole('button', { name: 'Invite' }).click();
     const link = (await page.getByTestId('invite-link').textContent())!;
     expect(link.startsWith(site.url)).toBe(true);
-    await page.getByTestId('invites').getByRole('cell', { name: MEMBER.email }).waitFor();
+    await page.getByTestId('invites').getByRole('cell', { name: MEMBER.email, exact: true }).waitFor();
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'orgs-owner-invited');
+    // On a phone the long link wraps inside its notice instead of pushing the page sideways.
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await sidewaysCulprits(page)).toEqual([]);
+    await screenshot(page, 'orgs-owner-invited-375');
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     // The invited person follows the link without a session: sign-in first, then back to the invite.
     const joining = await freshPage();
@@ -136,6 +141,8 @@ describe('organizations in the console', () => {
     const m = joining.page;
     await m.goto(`${site.url}/console`);
     await m.getByTestId('member-limit').filter({ hasText: '$5.00 per month' }).waitFor();
+    expect(await axeViolations(m)).toEqual([]);
+    await screenshot(m, 'orgs-member-dashboard');
     expect(await m.getByRole('link', { name: 'Wallet' }).count()).toBe(0);
     expect(await m.getByRole('link', { name: 'Transactions' }).count()).toBe(0);
     await m.goto(`${site.url}/console/wallet`);
@@ -159,6 +166,9 @@ describe('organizations in the console', () => {
     await create.getByTestId('new-key').waitFor();
     await create.getByRole('button', { name: 'Close' }).click();
     await page.getByRole('cell', { name: 'acme-key', exact: true }).waitFor();
+    // The owner sees whose each organization key is.
+    await page.getByRole('row').filter({ hasText: 'acme-key' }).getByRole('cell', { name: OWNER.email, exact: true }).waitFor();
+    await screenshot(page, 'orgs-owner-keys');
     const { body: orgKeys } = await site.call<Array<{ name: string; org_id: string | null }>>(
       'GET',
       `/api/api-keys?org_id=${orgId}`,
@@ -185,7 +195,7 @@ describe('organizations in the console', () => {
     // The organization's audit log, linked for its owner.
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit log' }).click();
     await page.waitForURL(`${site.url}/console/orgs/${orgId}/audit`);
-    await page.getByTestId('org-audit').getByRole('cell', { name: OWNER.email }).first().waitFor();
+    await page.getByTestId('org-audit').getByRole('cell', { name: OWNER.email, exact: true }).first().waitFor();
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'orgs-audit');
 

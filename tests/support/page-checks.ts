@@ -1,6 +1,7 @@
 /**
- * axe-core in the page under test: the serious and critical accessibility violations it finds. The
- * page's context needs `bypassCSP: true`, as the console's script policy refuses the injected tool.
+ * Checks of a console page as it is drawn: axe-core's serious and critical accessibility violations
+ * (the page's context needs `bypassCSP: true`, as the console's script policy refuses the injected
+ * tool) and whatever makes the page scroll sideways.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,3 +30,16 @@ export async function axeViolations(page: Page): Promise<string[]> {
   });
   return found.map((line) => `${page.url()} ${line}`);
 }
+
+/** Nothing when the page fits its width; else the outermost elements that stick out on the right (to say which). */
+export const sidewaysCulprits = (page: Page) =>
+  page.evaluate(`(() => {
+    const root = document.scrollingElement;
+    if (root.scrollWidth <= root.clientWidth) return [];
+    // An absolutely positioned element escapes the scroll box of an ancestor that is not positioned.
+    const found = [...document.body.querySelectorAll('*')]
+      .filter((e) => e.getBoundingClientRect().right > root.clientWidth + 1 && e.parentElement.getBoundingClientRect().right <= root.clientWidth + 1)
+      .slice(0, 3)
+      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30));
+    return found.length ? found : ['the page is wider than the window'];
+  })()`) as Promise<string[]>;
