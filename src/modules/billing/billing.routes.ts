@@ -26,6 +26,18 @@ export type WalletOf = (userId: string, orgId: string | undefined) => Promise<st
 const ownWallet: WalletOf = async (userId) => userId;
 
 /**
+ * The wallet a payment's page is read from: the organization's when org_id says so, else the
+ * payment's own payer when the caller may see that wallet (an organization's owners and admins
+ * follow a checkout's return without org_id), else the caller's (a foreign payment is then 404).
+ */
+async function paymentWallet(billing: BillingService, walletOf: WalletOf, userId: string, paymentId: string, orgId: string | undefined): Promise<string> {
+  if (orgId) return walletOf(userId, orgId);
+  const payer = await billing.payments.payerOf(paymentId);
+  if (payer === null || payer === userId || walletOf === ownWallet) return userId;
+  return walletOf(userId, payer).catch(() => userId);
+}
+
+/**
  * Bodies here are what a payment provider sends (its content type, its signature over the exact
  * bytes), or the sandbox checkout's own form buttons: not held to the API's JSON-only rule.
  */
@@ -34,10 +46,10 @@ export const PROVIDER_BODY_PATHS = ['/api/payments/webhooks/', '/api/payments/sa
 const html = (body: string, contentType = 'text/html; charset=utf-8') => new Response(body, { headers: { 'content-type': contentType } });
 
 /** Invoices exist on the China site only and receipts on the international site only: elsewhere their paths are unknown routes (404). */
-const invoiceRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices'], walletOf: WalletOf) =>
+const invoiceRoutes = (auth: BillingRoutesDeps['auth'], billing: BillingService, walletOf: WalletOf) =>
   new Elysia({ name: 'cpd/billing/invoices', detail: { tags: ['billing'] } })
     .use(auth)
-    .get('/api/billing/invoices', async ({ caller, query }) => invoices.listInvoices(await walletOf(caller.userId, query.org_id)), {
+    .get('/api/billing/invoices', async ({ caller, query }) => billing.invoices.listInvoices(await walletOf(caller.userId, query.org_id)), {
       auth: ['session'],
       query: s.WalletQuery,
       detail: { summary: 'Invoices (China site)' },
@@ -46,25 +58,26 @@ const invoiceRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService
       '/api/billing/invoices',
       async ({ caller, body, set }) => {
         const { org_id, ...input } = body;
-        const invoice = await invoices.createInvoice(await walletOf(caller.userId, org_id), input);
+        const invoice = await billing.invoices.createInvoice(await walletOf(caller.userId, org_id), input);
         set.status = 201;
         return invoice;
       },
       { auth: ['session'], body: s.CreateInvoiceBody, detail: { summary: 'Issue an invoice for a paid payment (China site)' } },
     )
-    .get('/api/billing/invoices/:paymentId/download', async ({ caller, params, query }) => invoices.downloadInvoice(await walletOf(caller.userId, query.org_id), params.paymentId), {
+    .get('/api/billing/invoices/:paymentId/download', async ({ caller, params, query }) => billing.invoices.downloadInvoice(await paymentWallet(billing, walletOf, caller.userId, params.paymentId, query.org_id), params.paymentId), {
       auth: ['session', 'query'],
       params: s.PaymentIdParams,
       query: s.WalletQuery,
       detail: { summary: 'Invoice as HTML (China site)' },
     });
 
-const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService['invoices'], walletOf: WalletOf) =>
+const receiptRoutes = (auth: BillingRoutesDeps['auth'], billing: BillingService, walletOf: WalletOf) =>
   new Elysia({ name: 'cpd/billing/receipts', detail: { tags: ['billing'] } })
     .use(auth)
     .get(
       '/api/billing/receipts/:paymentId/download',
-      async ({ caller, params, query }) => invoices.downloadReceipt({ userId: await walletOf(caller.userId, query.org_id), email: caller.email }, params.paymentId),
+      async ({ caller, params, query }) =>
+        billing.invoices.downloadReceipt({ userId: await paymentWallet(billing, walletOf, caller.userId, params.paymentId, query.org_id), email: caller.email }, params.paymentId),
       {
         auth: ['session', 'query'],
         params: s.PaymentIdParams,
@@ -74,7 +87,7 @@ const receiptRoutes = (auth: BillingRoutesDeps['auth'], invoices: BillingService
     );
 
 export const billingRoutes = ({ auth, billing, config, requirePayer, walletOf = ownWallet }: BillingRoutesDeps) => {
-  const { ledger, payments, notifications, invoices, sandbox } = billing;
+  const { ledger, payments, notifications, sandbox } = billing;
   const app = new Elysia({ name: 'cpd/billing', detail: { tags: ['billing'] } })
     .use(auth)
     .get('/api/billing/wallet', async ({ caller, query }) => ledger.wallet(await walletOf(caller.userId, query.org_id)), {
@@ -112,7 +125,7 @@ export const billingRoutes = ({ auth, billing, config, requirePayer, walletOf = 
       response: { 200: s.PaymentList },
       detail: { summary: 'Top-ups, newest first' },
     })
-    .get('/api/billing/payments/:id', async ({ caller, params, query }) => payments.get(await walletOf(caller.userId, query.org_id), params.id), {
+    .get('/api/billing/payments/:id', async ({ caller, params, query }) => payments.get(await paymentWallet(billing, walletOf, caller.userId, params.id, query.org_id), params.id), {
       auth: ['session'],
       params: s.IdParams,
       query: s.WalletQuery,
@@ -125,7 +138,7 @@ export const billingRoutes = ({ auth, billing, config, requirePayer, walletOf = 
       params: s.ProviderParams,
       detail: { summary: 'Provider notifications (signature checked on the raw body)' },
     })
-    .use(config.site === 'cn' ? invoiceRoutes(auth, invoices, walletOf) : receiptRoutes(auth, invoices, walletOf));
+    .use(config.site === 'cn' ? invoiceRoutes(auth, billing, walletOf) : receiptRoutes(auth, billing, walletOf));
   if (!sandbox) return app;
   // The sandbox provider's own pages: no credential, they stand for the provider's checkout.
   return app

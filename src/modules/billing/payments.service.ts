@@ -378,7 +378,10 @@ export function createPayments(ctx: AppContext, ledger: Ledger, providers: Map<P
     return (await adminViews([p]))[0]!;
   }
 
-  return { create, list, listAll, requireAny, get, requireOwn, settle, sweep, recheckClosed, reconcilePayment, providerList, providers, count: counted };
+  /** Whose wallet a payment credits (null: no such payment), so its page can be shown to an organization's owners and admins. */
+  const payerOf = async (id: string): Promise<string | null> => (await db.select({ userId: payments.userId }).from(payments).where(eq(payments.id, id)))[0]?.userId ?? null;
+
+  return { create, list, listAll, requireAny, get, requireOwn, payerOf, settle, sweep, recheckClosed, reconcilePayment, providerList, providers, count: counted };
 }
 
 export type Payments = ReturnType<typeof createPayments>;

@@ -264,7 +264,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
       if (input.role === 'owner' && me.role !== 'owner') throw new AppError('forbidden', 'only owners may invite owners');
       [row] = await tx
         .insert(orgInvites)
-        .values({ id: newId('inv'), orgId, email, role: input.role, tokenHash: sha256Hex(token), invitedBy: actor.userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) })
+        .values({ id: newId('ivt'), orgId, email, role: input.role, tokenHash: sha256Hex(token), invitedBy: actor.userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) })
         .returning();
       await record(tx, actor, orgId, 'org.invite', { invite_id: row!.id, email, role: input.role });
     });
