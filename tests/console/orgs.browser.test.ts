@@ -205,6 +205,44 @@ describe('organizations in the console', () => {
     await joining.page.context().close();
   });
 
+  test('someone without an account signs up from the invite link, joins as admin, and leaves again', async () => {
+    const owner = await register({ email: 'founder@example.com', password: 'founder-password-1' });
+    const { body: org } = await site.call<{ id: string }>('POST', '/api/orgs', owner.token, { name: 'Beta' });
+    const invited = await site.call<{ link: string }>('POST', `/api/orgs/${org.id}/invites`, owner.token, {
+      email: 'newcomer@example.com',
+      role: 'admin',
+    });
+    expect(invited.status).toBe(201);
+
+    const { page, problems } = await freshPage();
+    await page.goto(invited.body.link);
+    await page.waitForURL(/\/login\?/);
+    // From sign-in to sign-up, the way back to the invite is kept.
+    await page.getByRole('link', { name: 'No account yet? Sign up' }).click();
+    await page.waitForURL(/\/signup\?/);
+    await page.getByLabel('Email').fill('newcomer@example.com');
+    await page.getByLabel('Password').fill('newcomer-password-1');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('button', { name: 'Join' }).click();
+    await page.waitForURL(`${site.url}/console/orgs/${org.id}`);
+    expect(await page.getByTestId('org-role').textContent()).toBe('Admin');
+    // An admin invites members and admins, not owners.
+    expect(await page.getByRole('form', { name: 'Invite' }).getByRole('option').allTextContents()).toEqual(['Admin', 'Member']);
+
+    await page.getByRole('button', { name: 'Leave organization' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Leave organization' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    expect(await page.getByRole('combobox', { name: 'Account' }).inputValue()).toBe('');
+    expect(await page.getByRole('combobox', { name: 'Account' }).getByRole('option').allTextContents()).toEqual([
+      'Personal',
+      'New organization…',
+    ]);
+    const { body: members } = await site.call<{ members: Array<{ email: string }> }>('GET', `/api/orgs/${org.id}/members`, owner.token);
+    expect(members.members.map((m) => m.email)).toEqual(['founder@example.com']);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   test('a used or made-up invite link says so instead of joining', async () => {
     const { token } = await register({ email: 'stranger@example.com', password: 'stranger-password-1' });
     const { page, problems } = await freshPage();

@@ -28,8 +28,12 @@ export interface OrgState {
   current: Org | null;
   /** Shows `id`'s organization from now on (null: the personal account). */
   choose: (id: string | null) => void;
-  /** Loads the list again (after creating, renaming, joining or leaving one). */
+  /** Loads the list again (after renaming or leaving one). */
   reload: () => void;
+  /** A just created or joined organization: chosen at once, shown in the list until the list is loaded again. */
+  enter: (org: Org) => void;
+  /** An organization left or deleted: the personal account is chosen, and the organization is gone from the list at once. */
+  leave: (id: string) => void;
   /** The list has been asked for (answered or refused), so `current` is known. */
   ready: boolean;
 }
@@ -54,20 +58,46 @@ function remember(id: string | null) {
   }
 }
 
-export const OrgContext = createContext<OrgState>({ orgs: [], current: null, choose: () => {}, reload: () => {}, ready: true });
+export const OrgContext = createContext<OrgState>({
+  orgs: [],
+  current: null,
+  choose: () => {},
+  reload: () => {},
+  enter: () => {},
+  leave: () => {},
+  ready: true,
+});
 export const useOrg = () => useContext(OrgContext);
 
 /** The shell's state of the choice; an organization the caller left (or was removed from) falls back to personal. */
 export function useOrgState(): OrgState {
   const list = useGet<{ orgs: Org[] }>('/api/orgs');
   const [chosen, setChosen] = useState<string | null>(remembered);
-  const orgs = list.data?.orgs ?? [];
+  // An organization just entered or left, and the list that does not know it yet: the change shows until that list is replaced.
+  const [change, setChange] = useState<{ before: unknown; entered?: Org; left?: string } | null>(null);
+  const listed = list.data?.orgs ?? [];
+  const pending = change && list.data === change.before ? change : null;
+  const orgs = [
+    ...listed.filter((o) => o.id !== pending?.left && o.id !== pending?.entered?.id),
+    ...(pending?.entered ? [pending.entered] : []),
+  ];
+  const choose = (id: string | null) => {
+    remember(id);
+    setChosen(id);
+  };
   return {
     orgs,
     current: orgs.find((o) => o.id === chosen) ?? null,
-    choose: (id) => {
-      remember(id);
-      setChosen(id);
+    choose,
+    enter: (org) => {
+      setChange({ before: list.data, entered: org });
+      choose(org.id);
+      list.reload();
+    },
+    leave: (id) => {
+      setChange({ before: list.data, left: id });
+      choose(null);
+      list.reload();
     },
     reload: list.reload,
     ready: list.data !== null || list.error !== null,

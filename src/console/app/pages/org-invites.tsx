@@ -122,7 +122,7 @@ export function Invites({ org }: { org: Org }) {
  */
 export function AcceptInvite() {
   const me = useMe();
-  const { choose, reload } = useOrg();
+  const { enter } = useOrg();
   const { route } = useLocation();
   const token = new URLSearchParams(location.search).get('token') ?? '';
   const [error, setError] = useState<string | null>(token ? null : t('orgs.accept.invalid'));
@@ -132,8 +132,7 @@ export function AcceptInvite() {
     setBusy(true);
     try {
       const org = await api<Org>('POST', '/api/orgs/invites/accept', { token });
-      reload();
-      choose(org.id);
+      enter(org);
       route(`/console/orgs/${encodeURIComponent(org.id)}`);
     } catch (err) {
       setError(err instanceof ApiError && err.status === 400 ? t('orgs.accept.invalid') : errorText(err));

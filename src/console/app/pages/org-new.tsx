@@ -7,7 +7,7 @@ import { type Org, useOrg } from '../org';
 import { Field, Page, errorText } from '../ui';
 
 export function NewOrg() {
-  const { choose, reload } = useOrg();
+  const { enter } = useOrg();
   const { route } = useLocation();
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -19,8 +19,7 @@ export function NewOrg() {
     setBusy(true);
     try {
       const org = await api<Org>('POST', '/api/orgs', { name });
-      reload();
-      choose(org.id);
+      enter(org);
       route(`/console/orgs/${encodeURIComponent(org.id)}`);
     } catch (err) {
       setError(errorText(err));

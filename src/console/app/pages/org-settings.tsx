@@ -235,14 +235,13 @@ function EditMember({ org, member, onSaved }: { org: Org; member: Member; onSave
 /** Leaving (any member; the last owner is refused), and deleting the organization (owners, with an empty wallet). */
 function Leave({ org }: { org: Org }) {
   const me = useMe();
-  const { choose, reload } = useOrg();
+  const { leave } = useOrg();
   const { route } = useLocation();
   const [error, setError] = useState<string | null>(null);
   async function gone(request: Promise<unknown>) {
     try {
       await request;
-      choose(null);
-      reload();
+      leave(org.id);
       route('/console');
     } catch (err) {
       setError(errorText(err));
