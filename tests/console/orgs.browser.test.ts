@@ -11,10 +11,12 @@
  *   violation on the new pages.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { axeViolations, sidewaysCulprits } from '../support/page-checks';
+import { waitFor } from '../support/wait';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
-import { type ConsoleSite, startConsoleSite } from '../support/console-site';
+import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 setDefaultTimeout(180_000);
 
@@ -191,6 +193,56 @@ describe('organizations in the console', () => {
     expect(await ownerSwitch.inputValue()).toBe(orgId);
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'orgs-owner-wallet');
+
+    // The owner tops up the organization's wallet through the sandbox checkout; its own keeps its $5.
+    await page.getByLabel('Amount (USD)').fill('10');
+    await page.getByRole('button', { name: 'Continue to payment' }).click();
+    const [checkout] = await Promise.all([
+      page.context().waitForEvent('page'),
+      page.getByRole('link', { name: 'Open the checkout page' }).click(),
+    ]);
+    await checkout.getByRole('button', { name: /^Pay/ }).click();
+    await page.getByTestId('balance').filter({ hasText: '$10.00' }).waitFor();
+    await checkout.close();
+    expect((await site.call<{ balance: number }>('GET', '/api/billing/summary', owner.token)).body.balance).toBe(5);
+
+    // The member makes a key of the organization and calls the gateway with it: the organization pays,
+    // and the owner sees what the member spent of its limit.
+    await m.getByRole('combobox', { name: 'Account' }).selectOption({ label: 'Acme' });
+    await m.getByRole('link', { name: 'API keys' }).click();
+    await m.getByTestId('keys-org').waitFor();
+    await m.getByRole('button', { name: 'Create key' }).click();
+    const memberDialog = m.getByRole('dialog', { name: 'Create key' });
+    await memberDialog.getByLabel('Name').fill('member-key');
+    await memberDialog.getByRole('button', { name: 'Create key' }).click();
+    const memberKey = (await memberDialog.getByTestId('new-key').textContent())!;
+    const openai = new OpenAI({ apiKey: memberKey, baseURL: `${site.url}/v1` });
+    const completion = await openai.chat.completions.create({ model: CONSOLE_MODEL, messages: [{ role: 'user', content: 'hello' }] });
+    expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    await waitFor(
+      async () => (await site.call('GET', `/v1/router/cost?org_id=${orgId}&group_by=member`, owner.token)).body.items.length > 0,
+      "the member's call in the organization's cost report",
+    );
+    await page.goto(`${site.url}/console/orgs/${orgId}`);
+    await memberRow.getByText('$0.00003 / $5.00 per month').waitFor();
+    await page.goto(`${site.url}/console/usage`);
+    const byMember = page.locator('figure', { hasText: 'Daily cost in USD by member' }).locator('table.chart-data');
+    await byMember.locator('tbody td.num').first().waitFor();
+    expect(await byMember.locator('thead th').allTextContents()).toEqual(['Day', MEMBER.email]);
+    expect(await byMember.locator('tbody td.num').allTextContents()).toEqual(['$0.00003']);
+    await screenshot(page, 'orgs-owner-usage');
+    // The organization's other billing pages open cleanly for its owner; usage has a chart by member.
+    for (const [path, heading] of [
+      ['/console/usage', 'Usage'],
+      ['/console/transactions', 'Transactions'],
+      ['/console/receipts', 'Receipts'],
+      ['/console', 'Acme'],
+    ]) {
+      await page.goto(site.url + path!);
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await page.waitForFunction('!document.querySelector(\'[aria-busy="true"]\')');
+      expect(await axeViolations(page)).toEqual([]);
+    }
 
     // The organization's audit log, linked for its owner.
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit log' }).click();
