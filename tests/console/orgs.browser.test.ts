@@ -8,12 +8,15 @@
  * - the owner sees the member and sets its spend limit; the member sees that limit and no billing;
  * - the switch changes what the keys and wallet pages show, and is remembered across page loads;
  * - the organization's audit log lists what was done; axe-core finds no serious or critical
- *   violation on the new pages.
+ *   violation on the new pages;
+ * - on the China site in Chinese, with mail: the invite is mailed instead of shown, its link joins,
+ *   and the organization's invoices page opens for its owner.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { axeViolations, sidewaysCulprits } from '../support/page-checks';
+import { linkIn, type SmtpServer, startSmtp } from '../support/smtp';
 import { waitFor } from '../support/wait';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
@@ -306,5 +309,77 @@ describe('organizations in the console', () => {
     // The refused accept is the only thing the browser reports.
     expect(problems).toEqual([expect.stringContaining('status of 400')]);
     await page.context().close();
+  });
+});
+
+describe('organizations on the China site, with mail', () => {
+  let cn: ConsoleSite;
+  let smtp: SmtpServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    cn = await startConsoleSite('cn', { SMTP_URL: smtp.url });
+  }, 120_000);
+  afterAll(async () => {
+    await cn?.stop();
+    await smtp?.close();
+  });
+
+  /** A signed-in page in Chinese (the session cookie the sign-in form would set). */
+  async function chinesePage(token: string) {
+    const watched = await openPage(browser, cn.url, { locale: 'zh-CN', bypassCSP: true });
+    await watched.page.context().addCookies([
+      { name: 'cpd_session', value: token, url: cn.url, httpOnly: true },
+      { name: 'cpd_lang', value: 'zh-CN', url: cn.url },
+    ]);
+    return watched;
+  }
+
+  async function registerOn(email: string) {
+    const res = await fetch(`${cn.url}/api/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'a-good-password-1' }),
+    });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { token: string }).token;
+  }
+
+  test('the invite is mailed, not shown; its link joins; the invoices page is the organization’s', async () => {
+    const ownerToken = await registerOn('laoban@cn.example');
+    const guestToken = await registerOn('xiaowang@cn.example');
+    const { body: org } = await cn.call<{ id: string }>('POST', '/api/orgs', ownerToken, { name: '甲公司' });
+
+    const owner = await chinesePage(ownerToken);
+    await owner.page.goto(`${cn.url}/console/orgs/${org.id}`);
+    const invite = owner.page.getByRole('form', { name: '邀请' });
+    await invite.getByLabel('邮箱').fill('xiaowang@cn.example');
+    await invite.getByRole('button', { name: '邀请' }).click();
+    await owner.page.getByText('邀请邮件已发送至 xiaowang@cn.example。').waitFor();
+    expect(await owner.page.getByTestId('invite-link').count()).toBe(0);
+    expect(await axeViolations(owner.page)).toEqual([]);
+    await screenshot(owner.page, 'orgs-cn-mailed');
+
+    const mail = await smtp.next((m) => m.to === 'xiaowang@cn.example' && m.text.includes('/console/'), 'the invite');
+    const guest = await chinesePage(guestToken);
+    await guest.page.goto(linkIn(mail, `${cn.url}/console/`));
+    await guest.page.getByRole('heading', { name: '加入组织' }).waitFor();
+    expect(await axeViolations(guest.page)).toEqual([]);
+    await guest.page.getByRole('button', { name: '加入', exact: true }).click();
+    await guest.page.waitForURL(`${cn.url}/console/orgs/${org.id}`);
+    expect(await guest.page.getByTestId('org-role').textContent()).toBe('成员');
+
+    // The owner's invoices page reads the organization's payments and invoices.
+    // Opening the organization's page by its address chose it: the navigation and the switch say so.
+    await owner.page.getByRole('link', { name: '成员与设置' }).waitFor();
+    expect(await owner.page.getByRole('combobox', { name: '账户' }).inputValue()).toBe(org.id);
+    await owner.page.getByRole('link', { name: '发票' }).click();
+    await owner.page.getByRole('heading', { name: '发票', level: 1 }).waitFor();
+    await owner.page.waitForFunction('!document.querySelector(\'[aria-busy="true"]\')');
+    expect(await axeViolations(owner.page)).toEqual([]);
+
+    expect(owner.problems).toEqual([]);
+    expect(guest.problems).toEqual([]);
+    await owner.page.context().close();
+    await guest.page.context().close();
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { createContext } from 'preact';
-import { useContext, useState } from 'preact/hooks';
+import { useContext, useEffect, useState } from 'preact/hooks';
 import { t } from './locale';
 import { Page, useGet } from './ui';
 
@@ -109,6 +109,15 @@ export const roleName = (role: OrgRole) => t(`orgs.role.${role}`);
 
 /** The roles a caller may give: owners give any, admins give admin and member. */
 export const assignableRoles = (caller: OrgRole): OrgRole[] => (caller === 'owner' ? ['owner', 'admin', 'member'] : ['admin', 'member']);
+
+/** An organization's own pages (opened from a bookmark or a link) make it the chosen account, so the navigation and the switch agree with the page. */
+export function useOrgPage(id: string) {
+  const { orgs, current, choose } = useOrg();
+  const known = orgs.some((o) => o.id === id);
+  useEffect(() => {
+    if (known && current?.id !== id) choose(id);
+  }, [id, known]);
+}
 
 export const managesOrg = (org: Org | null) => org !== null && (org.role === 'owner' || org.role === 'admin');
 

@@ -2,7 +2,7 @@
 import { withQuery } from '../api';
 import { AuditDetails } from '../admin/audit';
 import { formatTime, t } from '../locale';
-import type { Org } from '../org';
+import { type Org, useOrgPage } from '../org';
 import { DataTable, Page, Show, useCursor, useGet } from '../ui';
 
 interface Entry {
@@ -15,6 +15,7 @@ interface Entry {
 }
 
 export function OrgAudit({ id }: { id: string }) {
+  useOrgPage(id);
   const path = `/api/orgs/${encodeURIComponent(id)}`;
   const org = useGet<Org>(path);
   const { cursor, Pager } = useCursor();

@@ -9,7 +9,7 @@ import { api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { useMe } from '../me';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
-import { type Org, type OrgRole, assignableRoles, managesOrg, roleName, useOrg } from '../org';
+import { type Org, type OrgRole, assignableRoles, managesOrg, roleName, useOrg, useOrgPage } from '../org';
 import { Alert, ConfirmButton, DataTable, Dialog, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 import { Invites } from './org-invites';
 
@@ -39,6 +39,7 @@ function spendOf(member: Member): string {
 }
 
 export function OrgSettings({ id }: { id: string }) {
+  useOrgPage(id);
   const org = useGet<Org>(orgPath(id));
   return <Show loaded={org}>{(o) => <OrgPage org={o} onChanged={org.reload} />}</Show>;
 }
