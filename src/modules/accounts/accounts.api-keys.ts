@@ -71,7 +71,10 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
     const limits = applyLimits(NO_LIMITS, input, policy, now, true);
     const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
     const row = { id: newId('key'), userId, orgId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, capture: input.capture ?? false, ...limitsColumns(limits) };
-    await db.insert(apiKeys).values(row);
+    await db.transaction(async (tx) => {
+      await tx.insert(apiKeys).values(row);
+      if (orgId) await orgs().keyChanged(tx, { orgId, actorId: userId, action: 'org.key.create', keyId: row.id, name: row.name, createdBy: userId });
+    });
     return { ...viewOf({ ...row, lastUsedAt: null, revokedAt: null }, 0n), key };
   }
 
@@ -141,7 +144,7 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
    * a missing, foreign or already revoked key is the same 404.
    */
   async function revokeApiKey(userId: string, keyId: string): Promise<void> {
-    const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
+    const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId, name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
     const role = key?.orgId ? (await orgs().memberOf(key.orgId, userId))?.role : undefined;
     const mayRevoke = key !== undefined && (key.userId === userId || role === 'owner' || role === 'admin');
     const revoked = mayRevoke && (await cache.revokeEverywhere(keyId, async (tx) => {
@@ -150,15 +153,10 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
         .set({ revokedAt: ctx.clock.now() })
         .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
         .returning({ id: apiKeys.id });
+      if (rows.length && key.orgId) await orgs().keyChanged(tx, { orgId: key.orgId, actorId: userId, action: 'org.key.revoke', keyId, name: key.name, createdBy: key.userId });
       return rows.length > 0;
     }));
     if (!revoked) throw new AppError('not_found', 'API key not found');
-  }
-
-  /** An organization's key's creator and organization (null: missing, or a personal key), for the orgs module's audit entries. */
-  async function orgKeyOf(keyId: string): Promise<{ orgId: string; createdBy: string } | null> {
-    const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
-    return key?.orgId ? { orgId: key.orgId, createdBy: key.userId } : null;
   }
 
   /** Revokes (in `tx`) every live key of an organization, or of one of its members. */
@@ -178,5 +176,5 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
     return new Map(rows.map((r) => [r.id, r.userId]));
   }
 
-  return { createApiKey, listApiKeys, updateApiKey, revokeApiKey, orgKeyOf, revokeOrgKeys, creatorsOf };
+  return { createApiKey, listApiKeys, updateApiKey, revokeApiKey, revokeOrgKeys, creatorsOf };
 }

@@ -337,7 +337,13 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
     return orgId;
   }
 
-  const membership: OrgMembership = { memberOf: (orgId, userId) => memberOf(orgId, userId) };
+  const membership: OrgMembership = {
+    memberOf: (orgId, userId) => memberOf(orgId, userId),
+    async keyChanged(on, change) {
+      const email = (await deps.accounts.emailsOf([change.actorId])).get(change.actorId) ?? null;
+      await record(on, { userId: change.actorId, email }, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy });
+    },
+  };
 
   return { membership, walletOf, create, list: async (userId: string) => ({ orgs: await views(userId) }), get, rename, remove, members, updateMember, removeMember, invite, invites, revokeInvite, accept, auditLog };
 }
