@@ -205,6 +205,7 @@ describe('organizations in the console', () => {
       page.getByRole('link', { name: 'Open the checkout page' }).click(),
     ]);
     await checkout.getByRole('button', { name: /^Pay/ }).click();
+    await page.getByText('Paid: $10.00 credited to the wallet of Acme.').waitFor();
     await page.getByTestId('balance').filter({ hasText: '$10.00' }).waitFor();
     await checkout.close();
     expect((await site.call<{ balance: number }>('GET', '/api/billing/summary', owner.token)).body.balance).toBe(5);
@@ -254,7 +255,15 @@ describe('organizations in the console', () => {
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'orgs-audit');
 
-    expect(problems).toEqual([]);
+    // The only owner cannot leave: the refusal is a sentence, and the owner stays.
+    await page.getByRole('link', { name: 'Back to the organization' }).click();
+    await page.getByRole('button', { name: 'Leave organization' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Leave organization' }).click();
+    await page.getByRole('alert').filter({ hasText: 'An organization needs at least one owner' }).waitFor();
+    expect(await ownerSwitch.inputValue()).toBe(orgId);
+
+    // The refused leave is the only thing the owner's browser reports.
+    expect(problems).toEqual([expect.stringContaining('status of 409')]);
     expect(joining.problems).toEqual([]);
     await page.context().close();
     await joining.page.context().close();

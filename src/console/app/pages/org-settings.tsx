@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { api } from '../api';
+import { ApiError, api } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { useMe } from '../me';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
@@ -24,6 +24,17 @@ export interface Member {
   spend_period: Period | null;
   spent: string | number;
   joined_at: string;
+}
+
+/** The two refusals a person can run into here, said in the page's language; others as the API words them. */
+function orgError(err: unknown): string {
+  if (err instanceof ApiError && err.status === 409)
+    return err.message.includes('owner')
+      ? t('orgs.needsOwner')
+      : err.message.includes('wallet')
+        ? t('orgs.walletNotEmpty')
+        : errorText(err);
+  return errorText(err);
 }
 
 /** How a member is named: its email, or its id for an account with a phone number only. */
@@ -89,7 +100,7 @@ function Rename({ org, onRenamed }: { org: Org; onRenamed: () => void }) {
       onRenamed();
       reload();
     } catch (err) {
-      setError(errorText(err));
+      setError(orgError(err));
     }
   }
   return (
@@ -114,7 +125,7 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
       setError(null);
       onChanged();
     } catch (err) {
-      setError(errorText(err));
+      setError(orgError(err));
     }
   }
 
@@ -204,7 +215,7 @@ function EditMember({ org, member, onSaved }: { org: Org; member: Member; onSave
       await api('PATCH', `${orgPath(org.id)}/members/${encodeURIComponent(member.user_id)}`, body);
       onSaved();
     } catch (err) {
-      const message = errorText(err);
+      const message = orgError(err);
       setErrors(message.includes('spend') ? { spend_limit: message } : { role: message });
     }
   }
@@ -245,7 +256,7 @@ function Leave({ org }: { org: Org }) {
       leave(org.id);
       route('/console');
     } catch (err) {
-      setError(errorText(err));
+      setError(orgError(err));
     }
   }
   return (

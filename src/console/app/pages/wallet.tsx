@@ -204,7 +204,13 @@ function PendingPayment({
   }, [current]);
 
   if (current.status === 'paid')
-    return <Status>{t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}</Status>;
+    return (
+      <Status>
+        {org
+          ? t('orgs.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency), org: org.name })
+          : t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}
+      </Status>
+    );
   if (current.status !== 'pending') return <Alert>{t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}</Alert>;
   return (
     <div class="pending">
