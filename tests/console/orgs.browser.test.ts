@@ -220,6 +220,7 @@ describe('organizations in the console', () => {
     await memberDialog.getByLabel('Name').fill('member-key');
     await memberDialog.getByRole('button', { name: 'Create key' }).click();
     const memberKey = (await memberDialog.getByTestId('new-key').textContent())!;
+    await memberDialog.getByRole('button', { name: 'Close' }).click();
     const openai = new OpenAI({ apiKey: memberKey, baseURL: `${site.url}/v1` });
     const completion = await openai.chat.completions.create({ model: CONSOLE_MODEL, messages: [{ role: 'user', content: 'hello' }] });
     expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
@@ -227,6 +228,12 @@ describe('organizations in the console', () => {
       async () => (await site.call('GET', `/v1/router/cost?org_id=${orgId}&group_by=member`, owner.token)).body.items.length > 0,
       "the member's call in the organization's cost report",
     );
+    // The playground, with the organization chosen, makes the organization's key too.
+    await m.getByRole('link', { name: 'Playground' }).click();
+    await m.getByRole('button', { name: 'Create a playground key' }).click();
+    await m.getByLabel('Model').selectOption(CONSOLE_MODEL);
+    const { body: memberKeys } = await site.call<Array<{ name: string }>>('GET', `/api/api-keys?org_id=${orgId}`, member.token);
+    expect(memberKeys.map((k) => k.name).sort()).toEqual(['member-key', 'playground']);
     await page.goto(`${site.url}/console/orgs/${orgId}`);
     await memberRow.getByText('$0.00003 / $5.00 per month').waitFor();
     await page.goto(`${site.url}/console/usage`);
