@@ -10,7 +10,7 @@ import { logOut } from './api';
 import { site, t } from './locale';
 import type { Key } from './messages';
 import { type Me, MeContext } from './me';
-import { type Org, OrgContext, managesOrg, useOrgState } from './org';
+import { type Org, OrgProvider, managesOrg, useOrg } from './org';
 import { OrgSwitcher } from './org-switcher';
 import { AdminAudit } from './admin/audit';
 import { AdminCaptureRules } from './admin/capture-rules';
@@ -116,11 +116,13 @@ const Playground = lazy(() => import('./pages/playground').then((m) => m.Playgro
 
 function Shell() {
   const me = useGet<Me>('/api/auth/me');
-  const org = useOrgState();
+  const org = useOrg();
   const { path } = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   // A followed link closes the phone menu.
   useEffect(() => setMenuOpen(false), [path]);
+  // The pages read the chosen account: they wait until it is known.
+  if (!org.ready) return <p aria-busy="true">{t('loading')}</p>;
   const nav = userNav(org.current);
   // A link is current on its page and on the pages below it that have no link of their own (a capture under Captures).
   const linked = new Set([...nav, ...ADMIN_NAV].flatMap((group) => group.links.map(([href]) => href)));
@@ -143,77 +145,74 @@ function Shell() {
     <Show loaded={me}>
       {(user) => (
         <MeContext.Provider value={user}>
-          <OrgContext.Provider value={org}>
-            <a class="skip" href="#main">
-              {t('skip')}
-            </a>
-            <div class="app">
-              <header class="topbar">
-                <button
-                  type="button"
-                  class="menu-button"
-                  aria-expanded={menuOpen ? 'true' : 'false'}
-                  aria-controls="sidebar"
-                  onClick={() => setMenuOpen(!menuOpen)}
-                >
-                  {t('design.menu')}
-                </button>
-                <a class="brand" href="/console">
-                  cpd
-                </a>
-                <OrgSwitcher />
-                <span class="who">{user.email ?? user.phone}</span>
-                <LanguageSwitch />
-                <button type="button" onClick={logOut}>
-                  {t('logout')}
-                </button>
-              </header>
-              <div id="sidebar" class={menuOpen ? 'sidebar open' : 'sidebar'}>
-                <nav aria-label={t('nav.user')}>{groups(nav)}</nav>
-                {user.is_admin && <nav aria-label={t('nav.admin')}>{groups(ADMIN_NAV)}</nav>}
-              </div>
-              <main id="main">
-                <VerifyEmailNotice me={user} />
-                {org.ready ? (
-                  <Router>
-                    <Route path="/console" component={Dashboard} />
-                    <Route path="/console/wallet" component={Wallet} />
-                    <Route path="/console/playground" component={Playground} />
-                    <Route path="/console/keys" component={ApiKeys} />
-                    <Route path="/console/transactions" component={Transactions} />
-                    <Route path="/console/usage" component={Usage} />
-                    <Route path="/console/invoices" component={BillingDocuments} />
-                    <Route path="/console/receipts" component={BillingDocuments} />
-                    <Route path="/console/models" component={Models} />
-                    <Route path="/console/webhooks" component={Webhooks} />
-                    <Route path="/console/account" component={Account} />
-                    <Route path="/console/admin" component={AdminUsers} />
-                    <Route path="/console/admin/users" component={AdminUsers} />
-                    <Route path="/console/admin/users/:id" component={AdminUser} />
-                    <Route path="/console/admin/payments" component={AdminPayments} />
-                    <Route path="/console/admin/pricing" component={AdminPricing} />
-                    <Route path="/console/admin/price-groups" component={AdminPriceGroups} />
-                    <Route path="/console/admin/codes" component={AdminCodes} />
-                    <Route path="/console/admin/health" component={AdminHealth} />
-                    <Route path="/console/admin/cost" component={AdminCost} />
-                    <Route path="/console/admin/audit" component={AdminAudit} />
-                    <Route path="/console/captures" component={Captures} />
-                    <Route path="/console/captures/:id" component={CaptureView} />
-                    <Route path="/console/admin/captures" component={AdminCaptures} />
-                    <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
-                    <Route path="/console/admin/capture" component={AdminCaptureRules} />
-                    <Route path="/console/orgs/new" component={NewOrg} />
-                    <Route path="/console/orgs/:id" component={OrgSettings} />
-                    <Route path="/console/orgs/:id/audit" component={OrgAudit} />
-                    <Route path="/console/invite" component={AcceptInvite} />
-                    <Route default component={NotFound} />
-                  </Router>
-                ) : (
-                  <p aria-busy="true">{t('loading')}</p>
-                )}
-              </main>
+          <a class="skip" href="#main">
+            {t('skip')}
+          </a>
+          <div class="app">
+            <header class="topbar">
+              <button
+                type="button"
+                class="menu-button"
+                aria-expanded={menuOpen ? 'true' : 'false'}
+                aria-controls="sidebar"
+                onClick={() => setMenuOpen(!menuOpen)}
+              >
+                {t('design.menu')}
+              </button>
+              <a class="brand" href="/console">
+                cpd
+              </a>
+              <OrgSwitcher />
+              <span class="who">{user.email ?? user.phone}</span>
+              <LanguageSwitch />
+              <button
+                type="button"
+                onClick={logOut}
+              >
+                {t('logout')}
+              </button>
+            </header>
+            <div id="sidebar" class={menuOpen ? 'sidebar open' : 'sidebar'}>
+              <nav aria-label={t('nav.user')}>{groups(nav)}</nav>
+              {user.is_admin && <nav aria-label={t('nav.admin')}>{groups(ADMIN_NAV)}</nav>}
             </div>
-          </OrgContext.Provider>
+            <main id="main">
+              <VerifyEmailNotice me={user} />
+              <Router>
+                <Route path="/console" component={Dashboard} />
+                <Route path="/console/wallet" component={Wallet} />
+                <Route path="/console/playground" component={Playground} />
+                <Route path="/console/keys" component={ApiKeys} />
+                <Route path="/console/transactions" component={Transactions} />
+                <Route path="/console/usage" component={Usage} />
+                <Route path="/console/invoices" component={BillingDocuments} />
+                <Route path="/console/receipts" component={BillingDocuments} />
+                <Route path="/console/models" component={Models} />
+                <Route path="/console/webhooks" component={Webhooks} />
+                <Route path="/console/account" component={Account} />
+                <Route path="/console/admin" component={AdminUsers} />
+                <Route path="/console/admin/users" component={AdminUsers} />
+                <Route path="/console/admin/users/:id" component={AdminUser} />
+                <Route path="/console/admin/payments" component={AdminPayments} />
+                <Route path="/console/admin/pricing" component={AdminPricing} />
+                <Route path="/console/admin/price-groups" component={AdminPriceGroups} />
+                <Route path="/console/admin/codes" component={AdminCodes} />
+                <Route path="/console/admin/health" component={AdminHealth} />
+                <Route path="/console/admin/cost" component={AdminCost} />
+                <Route path="/console/admin/audit" component={AdminAudit} />
+                <Route path="/console/captures" component={Captures} />
+                <Route path="/console/captures/:id" component={CaptureView} />
+                <Route path="/console/admin/captures" component={AdminCaptures} />
+                <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
+                <Route path="/console/admin/capture" component={AdminCaptureRules} />
+                <Route path="/console/orgs/new" component={NewOrg} />
+                <Route path="/console/orgs/:id" component={OrgSettings} />
+                <Route path="/console/orgs/:id/audit" component={OrgAudit} />
+                <Route path="/console/invite" component={AcceptInvite} />
+                <Route default component={NotFound} />
+              </Router>
+            </main>
+          </div>
         </MeContext.Provider>
       )}
     </Show>
@@ -229,7 +228,11 @@ function Pages() {
   if (path === '/forgot-password') return <ForgotPassword />;
   if (path === '/reset-password') return <ResetPassword />;
   if (path === '/verify-email') return <VerifyEmail />;
-  return <Shell />;
+  return (
+    <OrgProvider>
+      <Shell />
+    </OrgProvider>
+  );
 }
 
 function App() {

@@ -70,7 +70,7 @@ export const OrgContext = createContext<OrgState>({
 export const useOrg = () => useContext(OrgContext);
 
 /** The shell's state of the choice; an organization the caller left (or was removed from) falls back to personal. */
-export function useOrgState(): OrgState {
+function useOrgState(): OrgState {
   const list = useGet<{ orgs: Org[] }>('/api/orgs');
   const [chosen, setChosen] = useState<string | null>(remembered);
   // An organization just entered or left, and the list that does not know it yet: the change shows until that list is replaced.
@@ -109,6 +109,11 @@ export const roleName = (role: OrgRole) => t(`orgs.role.${role}`);
 
 /** The roles a caller may give: owners give any, admins give admin and member. */
 export const assignableRoles = (caller: OrgRole): OrgRole[] => (caller === 'owner' ? ['owner', 'admin', 'member'] : ['admin', 'member']);
+
+/** Gives the console's pages the choice (the shell's; its state lives as long as the page). */
+export function OrgProvider({ children }: { children: ComponentChildren }) {
+  return <OrgContext.Provider value={useOrgState()}>{children}</OrgContext.Provider>;
+}
 
 /** An organization's own pages (opened from a bookmark or a link) make it the chosen account, so the navigation and the switch agree with the page. */
 export function useOrgPage(id: string) {
