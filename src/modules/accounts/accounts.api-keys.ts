@@ -13,7 +13,7 @@ import { newId, randomBase62 } from '../../platform/ids';
 import { type KeyLimits, type KeyLimitsInput, type KeyPolicy, type LimitsView, type SpendPeriod, NO_LIMITS, applyLimits, limitsView } from '../metering';
 import { type KeyCache, limitsOfRow } from './accounts.key-cache';
 import type { OrgMembership } from './accounts.org-port';
-import { apiKeys } from './accounts.tables';
+import { apiKeys, users } from './accounts.tables';
 
 export interface ApiKeyView extends LimitsView {
   id: string;
@@ -52,6 +52,12 @@ const orgNotFound = () => new AppError('not_found', 'organization not found');
 export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => OrgMembership) {
   const { db } = ctx.database;
 
+  /** Who acts, as an organization's audit log names them (read before a transaction: PGlite has one connection). */
+  async function actorOf(userId: string) {
+    const [user] = await db.select({ email: users.email, phone: users.phone }).from(users).where(eq(users.id, userId)).limit(1);
+    return { userId, email: user?.email ?? user?.phone ?? null };
+  }
+
   /** The caller's role in the organization; 404 when not a member (a foreign organization is not told apart from a missing one). */
   async function requireMember(orgId: string, userId: string) {
     const member = await orgs().memberOf(orgId, userId);
@@ -71,9 +77,10 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
     const limits = applyLimits(NO_LIMITS, input, policy, now, true);
     const key = `${API_KEY_PREFIX}${randomBase62(40)}`;
     const row = { id: newId('key'), userId, orgId, site: ctx.config.site, name: input.name, prefix: key.slice(0, 12), keyHash: sha256Hex(key), createdAt: now, capture: input.capture ?? false, ...limitsColumns(limits) };
+    const actor = orgId ? await actorOf(userId) : null;
     await db.transaction(async (tx) => {
       await tx.insert(apiKeys).values(row);
-      if (orgId) await orgs().keyChanged(tx, { orgId, actorId: userId, action: 'org.key.create', keyId: row.id, name: row.name, createdBy: userId });
+      if (orgId && actor) await orgs().keyChanged(tx, { orgId, actor, action: 'org.key.create', keyId: row.id, name: row.name, createdBy: userId });
     });
     return { ...viewOf({ ...row, lastUsedAt: null, revokedAt: null }, 0n), key };
   }
@@ -147,13 +154,14 @@ export function createApiKeyStore(ctx: AppContext, cache: KeyCache, orgs: () => 
     const [key] = await db.select({ userId: apiKeys.userId, orgId: apiKeys.orgId, name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
     const role = key?.orgId ? (await orgs().memberOf(key.orgId, userId))?.role : undefined;
     const mayRevoke = key !== undefined && (key.userId === userId || role === 'owner' || role === 'admin');
+    const actor = key?.orgId ? await actorOf(userId) : null;
     const revoked = mayRevoke && (await cache.revokeEverywhere(keyId, async (tx) => {
       const rows = await tx
         .update(apiKeys)
         .set({ revokedAt: ctx.clock.now() })
         .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
         .returning({ id: apiKeys.id });
-      if (rows.length && key.orgId) await orgs().keyChanged(tx, { orgId: key.orgId, actorId: userId, action: 'org.key.revoke', keyId, name: key.name, createdBy: key.userId });
+      if (rows.length && key.orgId && actor) await orgs().keyChanged(tx, { orgId: key.orgId, actor, action: 'org.key.revoke', keyId, name: key.name, createdBy: key.userId });
       return rows.length > 0;
     }));
     if (!revoked) throw new AppError('not_found', 'API key not found');

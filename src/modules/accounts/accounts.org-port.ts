@@ -18,7 +18,7 @@ export interface OrgMembership {
   /** The user's membership of a live organization of this site; null: not a member, or no such organization. */
   memberOf(orgId: string, userId: string): Promise<OrgMember | null>;
   /** Records a key made or revoked in the organization's audit log, in the change's transaction. */
-  keyChanged(on: DbOrTx, change: { orgId: string; actorId: string; action: 'org.key.create' | 'org.key.revoke'; keyId: string; name: string; createdBy: string }): Promise<void>;
+  keyChanged(on: DbOrTx, change: { orgId: string; actor: { userId: string; email: string | null }; action: 'org.key.create' | 'org.key.revoke'; keyId: string; name: string; createdBy: string }): Promise<void>;
 }
 
 /** Before organizations are wired (the CLI, some tests): no one is a member of anything. */

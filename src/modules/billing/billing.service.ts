@@ -142,7 +142,7 @@ export function createBillingService(ctx: AppContext, opts: BillingOptions = {})
 
     getBalanceMicros: (userId: string): Promise<bigint> => ledger.balance(userId),
     /** Balances of many wallets (a user without a wallet is absent: 0). */
-    getBalancesMicros: (userIds: string[]): Promise<Map<string, bigint>> => ledger.balances(userIds),
+    getBalancesMicros: (userIds: string[], on?: DbOrTx): Promise<Map<string, bigint>> => ledger.balances(userIds, on),
 
     /**
      * listener(userId) runs in this process whenever any process changes a wallet (NOTIFY

@@ -246,9 +246,10 @@ export function createLedger(ctx: AppContext, signal: WalletSignal) {
   }
 
   /** Balances of many wallets (0 for a user without one), for the admin user list. */
-  async function balances(userIds: string[]): Promise<Map<string, bigint>> {
+  /** `on`: the caller's transaction, when the answer must be read inside it. */
+  async function balances(userIds: string[], on: DbOrTx = database.db): Promise<Map<string, bigint>> {
     if (!userIds.length) return new Map();
-    const rows = await database.db.select({ userId: wallets.userId, b: wallets.balanceMicros }).from(wallets).where(inArray(wallets.userId, userIds));
+    const rows = await on.select({ userId: wallets.userId, b: wallets.balanceMicros }).from(wallets).where(inArray(wallets.userId, userIds));
     return new Map(rows.map((r) => [r.userId, r.b]));
   }
 

@@ -74,6 +74,8 @@ export const routerUsageDaily = rollupTable('router_usage_daily', 'day');
 /**
  * What each API key spent per UTC day, upserted with the usage rows (same statement), so a key's
  * spent amount for its day, month or life is a read of at most a few hundred rows, whatever its traffic.
+ * An organization's key's cost is also added under its member's budget id (`member:<org>:<user>`),
+ * which the members' caps are bounded by.
  */
 export const routerUsageKeyDaily = pgTable(
   'router_usage_key_daily',

@@ -24,12 +24,14 @@ import { exactMajorToMicros, microsToDecimal } from '../../platform/money';
 import { orgInvites, orgMembers, organizations } from './orgs.tables';
 
 const INVITE_TTL_MS = 7 * 24 * 3600_000;
+/** Invitations an organization may send a day: each is a mail to any address, so a bound keeps the site from relaying spam. */
+const INVITES_PER_DAY = 100;
 
 export interface OrgsDeps {
   accounts: Pick<AccountsService, 'emailsOf' | 'email' | 'removeOrgMember' | 'changeOrgMember' | 'deleteOrgKeys'>;
   audit: AuditService;
   /** Wallet balances by owner id (billing). */
-  balances(ownerIds: string[]): Promise<Map<string, bigint>>;
+  balances(ownerIds: string[], on?: DbOrTx): Promise<Map<string, bigint>>;
   /** Spent by budget ids in their periods (the router's key spend rollup, where members' spend is counted too). */
   spentBy: KeyPolicy['spentBy'];
 }
@@ -139,7 +141,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
     await deps.accounts.deleteOrgKeys(orgId, async (tx) => {
       await lockOrg(tx, orgId);
       // Read under the lock: a top-up credited before it is seen here; one credited after finds the organization gone.
-      if (((await deps.balances([orgId])).get(orgId) ?? 0n) !== 0n) throw new AppError('conflict', "the organization's wallet is not empty");
+      if (((await deps.balances([orgId], tx)).get(orgId) ?? 0n) !== 0n) throw new AppError('conflict', "the organization's wallet is not empty");
       const now = ctx.clock.now();
       await tx.update(organizations).set({ deletedAt: now }).where(eq(organizations.id, orgId));
       await tx.update(orgInvites).set({ revokedAt: now }).where(and(eq(orgInvites.orgId, orgId), isNull(orgInvites.acceptedAt), isNull(orgInvites.revokedAt)));
@@ -262,6 +264,11 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
       orgName = (await lockOrg(tx, orgId)).name;
       const me = await requireManager(orgId, actor.userId, tx);
       if (input.role === 'owner' && me.role !== 'owner') throw new AppError('forbidden', 'only owners may invite owners');
+      const [sent] = await tx
+        .select({ n: count() })
+        .from(orgInvites)
+        .where(and(eq(orgInvites.orgId, orgId), gt(orgInvites.createdAt, new Date(now.getTime() - 24 * 3600_000))));
+      if (Number(sent?.n ?? 0) >= INVITES_PER_DAY) throw new AppError('rate_limited', `an organization may send ${INVITES_PER_DAY} invitations a day`);
       [row] = await tx
         .insert(orgInvites)
         .values({ id: newId('ivt'), orgId, email, role: input.role, tokenHash: sha256Hex(token), invitedBy: actor.userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) })
@@ -339,10 +346,7 @@ export function createOrgsService(ctx: AppContext, deps: OrgsDeps) {
 
   const membership: OrgMembership = {
     memberOf: (orgId, userId) => memberOf(orgId, userId),
-    async keyChanged(on, change) {
-      const email = (await deps.accounts.emailsOf([change.actorId])).get(change.actorId) ?? null;
-      await record(on, { userId: change.actorId, email }, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy });
-    },
+    keyChanged: (on, change) => record(on, change.actor, change.orgId, change.action, { key_id: change.keyId, name: change.name, created_by: change.createdBy }),
   };
 
   return { membership, walletOf, create, list: async (userId: string) => ({ orgs: await views(userId) }), get, rename, remove, members, updateMember, removeMember, invite, invites, revokeInvite, accept, auditLog };

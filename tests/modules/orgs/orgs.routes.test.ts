@@ -96,6 +96,39 @@ for (const kind of DB_KINDS) {
       expect((await t.request('PATCH', `/api/orgs/${orgId}/members/${owner.id}`, { token: admin.token, body: { role: 'owner' } })).body.role).toBe('owner');
     });
 
+    test("org keys: members see their own, admins all; an admin revokes any; removing a member revokes the member's keys", async () => {
+      const make = async (who: { token: string }, name: string) => {
+        const res = await t.request('POST', '/api/api-keys', { token: who.token, body: { name, org_id: orgId } });
+        expect(res.status).toBe(201);
+        return res.body as { id: string; key: string; org_id: string; created_by: string };
+      };
+      const mine = await make(member, 'member key');
+      const second = await make(member, 'member key 2');
+      const admins = await make(admin, 'admin key');
+      expect(mine).toMatchObject({ org_id: orgId, created_by: member.id });
+      expect((await t.request('GET', '/v1/models', { token: mine.key })).status).toBe(200);
+      // Not among the member's personal keys; in the organization's, as each may see them.
+      expect((await t.request('GET', '/api/api-keys', { token: member.token })).body).toEqual([]);
+      expect((await t.request('GET', `/api/api-keys?org_id=${orgId}`, { token: member.token })).body.map((k: { id: string }) => k.id).sort()).toEqual([mine.id, second.id].sort());
+      expect((await t.request('GET', `/api/api-keys?org_id=${orgId}`, { token: owner.token })).body).toHaveLength(3);
+      expect((await t.request('GET', `/api/api-keys?org_id=${orgId}`, { token: stranger.token })).status).toBe(404);
+      expect((await t.request('POST', '/api/api-keys', { token: stranger.token, body: { name: 'x', org_id: orgId } })).status).toBe(404);
+      // A member cannot revoke another's key; an admin can.
+      expect((await t.request('DELETE', `/api/api-keys/${admins.id}`, { token: member.token })).status).toBe(404);
+      expect((await t.request('DELETE', `/api/api-keys/${second.id}`, { token: admin.token })).status).toBe(204);
+      // The organization's key reads none of its records.
+      expect((await t.request('GET', '/api/usage', { token: mine.key })).status).toBe(403);
+
+      const org3 = (await t.request('POST', '/api/orgs', { token: owner.token, body: { name: 'Third' } })).body.id;
+      await join(org3, stranger, 'member');
+      const strangers = (await t.request('POST', '/api/api-keys', { token: stranger.token, body: { name: 's', org_id: org3 } })).body;
+      expect((await t.request('GET', '/v1/models', { token: strangers.key })).status).toBe(200);
+      expect((await t.request('DELETE', `/api/orgs/${org3}/members/${stranger.id}`, { token: owner.token })).status).toBe(204);
+      expect((await t.request('GET', '/v1/models', { token: strangers.key })).status).toBe(401);
+      const actions = (await t.request('GET', `/api/orgs/${orgId}/audit`, { token: owner.token })).body.entries.map((e: { action: string }) => e.action);
+      expect(actions.slice(0, 4)).toEqual(['org.key.revoke', 'org.key.create', 'org.key.create', 'org.key.create']);
+    });
+
     test('a member leaves; an admin removes; the audit log has every change for owners', async () => {
       const org2 = (await t.request('POST', '/api/orgs', { token: owner.token, body: { name: 'Second' } })).body.id;
       await join(org2, stranger, 'member');
@@ -109,6 +142,16 @@ for (const kind of DB_KINDS) {
       expect(platform.entries.filter((e) => e.target === org2)).toHaveLength(4);
       expect((await t.request('DELETE', `/api/orgs/${org2}`, { token: owner.token })).status).toBe(204);
       expect((await t.request('GET', `/api/orgs/${org2}`, { token: owner.token })).status).toBe(404);
+    });
+
+    test('an organization sends at most 100 invitations a day (each is a mail to any address)', async () => {
+      const busy = (await t.request('POST', '/api/orgs', { token: owner.token, body: { name: 'Busy' } })).body.id;
+      for (let i = 0; i < 100; i++) {
+        expect((await t.request('POST', `/api/orgs/${busy}/invites`, { token: owner.token, body: { email: `guest${i}@example.com`, role: 'member' } })).status).toBe(201);
+      }
+      const refused = await t.request('POST', `/api/orgs/${busy}/invites`, { token: owner.token, body: { email: 'one-more@example.com', role: 'member' } });
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ error: 'an organization may send 100 invitations a day' });
     });
 
     test('bad input is 400 with an error; unknown ids are 404; nothing is 500', async () => {
