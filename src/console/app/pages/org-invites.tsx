@@ -41,7 +41,7 @@ export function Invites({ org }: { org: Org }) {
       form.reset();
       invites.reload();
     } catch (err) {
-      setError(errorText(err));
+      setError(err instanceof ApiError && err.status === 429 ? t('orgs.tooManyInvites') : errorText(err));
     } finally {
       setBusy(false);
     }
