@@ -314,6 +314,50 @@ describe('organizations in the console', () => {
     await page.context().close();
   });
 
+  test('an owner renames, makes a member admin, revokes an invite, and deletes the organization', async () => {
+    const owner = await register({ email: 'gamma-owner@example.com', password: 'gamma-password-1' });
+    const member = await register({ email: 'gamma-member@example.com', password: 'gamma-password-2' });
+    const { body: org } = await site.call<{ id: string }>('POST', '/api/orgs', owner.token, { name: 'Gamma' });
+    const { body: invited } = await site.call<{ link: string }>('POST', `/api/orgs/${org.id}/invites`, owner.token, {
+      email: 'gamma-member@example.com',
+      role: 'member',
+    });
+    const token = new URL(invited.link.replace('/#/', '/')).searchParams.get('token');
+    expect((await site.call('POST', '/api/orgs/invites/accept', member.token, { token })).status).toBe(200);
+
+    const { page, problems } = await freshPage();
+    await page.context().addCookies([{ name: 'cpd_session', value: owner.token, url: site.url, httpOnly: true }]);
+    await page.goto(`${site.url}/console/orgs/${org.id}`);
+    const rename = page.getByRole('form', { name: 'Rename' });
+    await rename.getByLabel('Organization name').fill('Gamma Labs');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { name: 'Gamma Labs', level: 1 }).waitFor();
+    await page.getByRole('combobox', { name: 'Account' }).getByRole('option', { name: 'Gamma Labs' }).waitFor({ state: 'attached' });
+
+    const row = page.getByTestId('members').getByRole('row').filter({ hasText: 'gamma-member@example.com' });
+    await row.getByRole('button', { name: 'Change role and limit of gamma-member@example.com' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Change role and limit of gamma-member@example.com' });
+    await dialog.getByLabel('Role', { exact: true }).selectOption('admin');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await row.getByRole('cell', { name: 'Admin', exact: true }).waitFor();
+
+    const inviteForm = page.getByRole('form', { name: 'Invite' });
+    await inviteForm.getByLabel('Email').fill('nobody@example.com');
+    await inviteForm.getByRole('button', { name: 'Invite' }).click();
+    await page.getByRole('button', { name: 'Revoke the invite of nobody@example.com' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('No pending invites.').waitFor();
+    expect((await site.call<{ invites: unknown[] }>('GET', `/api/orgs/${org.id}/invites`, owner.token)).body.invites).toEqual([]);
+
+    await page.getByRole('button', { name: 'Delete organization' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete organization' }).click();
+    await page.waitForURL(`${site.url}/console`);
+    expect(await page.getByRole('combobox', { name: 'Account' }).inputValue()).toBe('');
+    expect((await site.call<{ orgs: unknown[] }>('GET', '/api/orgs', owner.token)).body.orgs).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   test('a used or made-up invite link says so instead of joining', async () => {
     const { token } = await register({ email: 'stranger@example.com', password: 'stranger-password-1' });
     const { page, problems } = await freshPage();
