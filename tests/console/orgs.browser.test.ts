@@ -314,7 +314,7 @@ describe('organizations in the console', () => {
     await page.context().close();
   });
 
-  test('an owner renames, makes a member admin, revokes an invite, and deletes the organization', async () => {
+  test('an owner renames, makes a member admin and removes it, revokes an invite, and deletes the organization', async () => {
     const owner = await register({ email: 'gamma-owner@example.com', password: 'gamma-password-1' });
     const member = await register({ email: 'gamma-member@example.com', password: 'gamma-password-2' });
     const { body: org } = await site.call<{ id: string }>('POST', '/api/orgs', owner.token, { name: 'Gamma' });
@@ -340,6 +340,9 @@ describe('organizations in the console', () => {
     await dialog.getByLabel('Role', { exact: true }).selectOption('admin');
     await dialog.getByRole('button', { name: 'Save' }).click();
     await row.getByRole('cell', { name: 'Admin', exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Remove gamma-member@example.com' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await row.waitFor({ state: 'detached' });
 
     const inviteForm = page.getByRole('form', { name: 'Invite' });
     await inviteForm.getByLabel('Email').fill('nobody@example.com');

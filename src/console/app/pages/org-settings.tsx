@@ -117,7 +117,9 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
   const [editing, setEditing] = useState<Member | null>(null);
   const [error, setError] = useState<string | null>(null);
   // Admins manage admins and members; only owners manage owners.
-  const mayManage = (m: Member) => managesOrg(org) && m.user_id !== me.id && (org.role === 'owner' || m.role !== 'owner');
+  const mayEdit = (m: Member) => managesOrg(org) && (org.role === 'owner' || m.role !== 'owner');
+  // One's own role and cap are changed here too; leaving is below.
+  const mayRemove = (m: Member) => mayEdit(m) && m.user_id !== me.id;
 
   async function remove(member: Member) {
     try {
@@ -157,19 +159,19 @@ function Members({ org, members, onChanged }: { org: Org; members: Member[]; onC
             <td>{spendOf(m)}</td>
             <td>{formatTime(m.joined_at)}</td>
             <td class="nowrap">
-              {mayManage(m) && (
-                <>
-                  <button type="button" aria-label={t('orgs.editNamed', { email: memberName(m) })} onClick={() => setEditing(m)}>
-                    {t('orgs.edit')}
-                  </button>{' '}
-                  <ConfirmButton
-                    label={t('orgs.remove')}
-                    aria-label={t('orgs.removeNamed', { email: memberName(m) })}
-                    question={t('orgs.confirmRemove', { email: memberName(m), org: org.name })}
-                    confirmLabel={t('orgs.remove')}
-                    onConfirm={() => remove(m)}
-                  />
-                </>
+              {mayEdit(m) && (
+                <button type="button" aria-label={t('orgs.editNamed', { email: memberName(m) })} onClick={() => setEditing(m)}>
+                  {t('orgs.edit')}
+                </button>
+              )}{' '}
+              {mayRemove(m) && (
+                <ConfirmButton
+                  label={t('orgs.remove')}
+                  aria-label={t('orgs.removeNamed', { email: memberName(m) })}
+                  question={t('orgs.confirmRemove', { email: memberName(m), org: org.name })}
+                  confirmLabel={t('orgs.remove')}
+                  onConfirm={() => remove(m)}
+                />
               )}
             </td>
           </tr>
