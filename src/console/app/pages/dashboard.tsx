@@ -72,7 +72,10 @@ function Figures() {
             <>
               {s.balance <= threshold && (
                 <p class="notice warn" role="status" data-testid="low-balance">
-                  {t('dash.lowBalance', { balance: formatMoney(s.balance, s.currency) })} <a href="/console/wallet">{t('dash.topUp')}</a>
+                  {org
+                    ? t('orgs.lowBalance', { org: org.name, balance: formatMoney(s.balance, s.currency) })
+                    : t('dash.lowBalance', { balance: formatMoney(s.balance, s.currency) })}{' '}
+                  <a href="/console/wallet">{t('dash.topUp')}</a>
                 </p>
               )}
               <dl class="stats">
