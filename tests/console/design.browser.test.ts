@@ -9,15 +9,13 @@
  *   light and dark, land in test-results/console/pages/.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { axeViolations, sidewaysCulprits } from '../support/page-checks';
 import { launchBrowser, openPage, screenshot } from '../support/browser';
 import { CONSOLE_MODEL, type ConsoleSite, startConsoleSite } from '../support/console-site';
 
 setDefaultTimeout(180_000);
 
-const AXE_SOURCE = readFileSync(join(import.meta.dir, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 const PUBLIC_PAGES = ['/login', '/signup', '/forgot-password'];
 const CONSOLE_PAGES = [
   '/console',
@@ -31,6 +29,11 @@ const CONSOLE_PAGES = [
   '/console/captures',
   '/console/webhooks',
   '/console/account',
+  '/console/orgs/new',
+  '/console/orgs/{org}',
+  '/console/orgs/{org}/audit',
+  // Without a token the invite page says the link is not valid.
+  '/console/invite',
   '/console/admin/users',
   '/console/admin/payments',
   '/console/admin/pricing',
@@ -46,10 +49,13 @@ const CONSOLE_PAGES = [
 let site: ConsoleSite;
 let browser: Browser;
 let adminId: string;
+/** An organization of the admin's, for its pages ({org} in CONSOLE_PAGES). */
+let orgId: string;
 
 beforeAll(async () => {
   [site, browser] = await Promise.all([startConsoleSite('intl'), launchBrowser()]);
   adminId = (await site.call<{ id: string }>('GET', '/api/auth/me', site.adminToken)).body.id;
+  orgId = (await site.call<{ id: string }>('POST', '/api/orgs', site.adminToken, { name: 'Design org' })).body.id;
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
@@ -75,41 +81,6 @@ async function credit(amount: number) {
   });
   expect(res.status).toBe(201);
 }
-
-/** The serious and critical axe-core violations on the page as it is now, as "rule: target" lines. */
-async function axeViolations(page: Page): Promise<string[]> {
-  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.addScriptTag({ content: AXE_SOURCE });
-  const found = await page.evaluate(async () => {
-    // The page's globals, typed here without the DOM library.
-    const { axe, document } = globalThis as unknown as {
-      axe: {
-        run(
-          context: unknown,
-          options: unknown,
-        ): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }>;
-      };
-      document: unknown;
-    };
-    const { violations } = await axe.run(document, { resultTypes: ['violations'] });
-    return violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
-  });
-  return found.map((line) => `${page.url()} ${line}`);
-}
-
-/** Nothing when the page fits its width; else the outermost elements that stick out on the right (to say which). */
-const sidewaysCulprits = (page: Page) =>
-  page.evaluate(`(() => {
-    const root = document.scrollingElement;
-    if (root.scrollWidth <= root.clientWidth) return [];
-    // An absolutely positioned element escapes the scroll box of an ancestor that is not positioned.
-    const found = [...document.body.querySelectorAll('*')]
-      .filter((e) => e.getBoundingClientRect().right > root.clientWidth + 1 && e.parentElement.getBoundingClientRect().right <= root.clientWidth + 1)
-      .slice(0, 3)
-      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30));
-    return found.length ? found : ['the page is wider than the window'];
-  })()`) as Promise<string[]>;
 
 /** Loaded: the page's heading is there and nothing is still marked busy (a loading placeholder). */
 async function settle(page: Page) {
@@ -215,7 +186,7 @@ describe('every console page', () => {
           await page.context().addCookies([{ name: 'cpd_session', value: site.adminToken, url: site.url, httpOnly: true }]);
         await page.setViewportSize({ width: 1280, height: 800 });
         await page.emulateMedia({ colorScheme: 'light' });
-        await page.goto(site.url + path);
+        await page.goto(site.url + path.replace('{org}', orgId));
         await settle(page);
         const name = `pages/${language}${path.replaceAll('/', '-')}`;
         violations.push(...(await axeViolations(page)));

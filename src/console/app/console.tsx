@@ -10,6 +10,8 @@ import { logOut } from './api';
 import { site, t } from './locale';
 import type { Key } from './messages';
 import { type Me, MeContext } from './me';
+import { type Org, OrgProvider, managesOrg, useOrg } from './org';
+import { OrgSwitcher } from './org-switcher';
 import { AdminAudit } from './admin/audit';
 import { AdminCaptureRules } from './admin/capture-rules';
 import { AdminCost } from './admin/cost';
@@ -27,6 +29,10 @@ import { AdminCaptureView, AdminCaptures, CaptureView, Captures } from './pages/
 import { Login, Signup } from './pages/sign-in';
 import { ForgotPassword, ResetPassword, VerifyEmail, VerifyEmailNotice } from './pages/mail';
 import { Models } from './pages/models';
+import { OrgAudit } from './pages/org-audit';
+import { AcceptInvite } from './pages/org-invites';
+import { NewOrg } from './pages/org-new';
+import { OrgSettings } from './pages/org-settings';
 import { Transactions } from './pages/transactions';
 import { Usage } from './pages/usage';
 import { Wallet } from './pages/wallet';
@@ -36,7 +42,27 @@ import { LanguageSwitch, Show, useGet } from './ui';
 type NavLink = [string, Key];
 type NavGroup = { title: Key | null; links: NavLink[] };
 
-const USER_NAV: NavGroup[] = [
+const MONEY_NAV: NavGroup = {
+  title: 'nav.group.money',
+  links: [
+    ['/console/wallet', 'nav.wallet'],
+    ['/console/usage', 'nav.usage'],
+    ['/console/transactions', 'nav.transactions'],
+    [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
+  ],
+};
+
+/** The chosen organization's own group: its page, and its audit log for owners and admins. */
+const orgNav = (org: Org): NavGroup => {
+  const base = `/console/orgs/${encodeURIComponent(org.id)}`;
+  return {
+    title: 'nav.group.org',
+    links: [[base, 'nav.org'], ...(managesOrg(org) ? [[`${base}/audit`, 'nav.orgAudit'] as NavLink] : [])],
+  };
+};
+
+/** The user's navigation for the account shown: an organization's billing is for its owners and admins only. */
+const userNav = (org: Org | null): NavGroup[] => [
   {
     title: null,
     links: [
@@ -46,15 +72,8 @@ const USER_NAV: NavGroup[] = [
       ['/console/models', 'nav.models'],
     ],
   },
-  {
-    title: 'nav.group.money',
-    links: [
-      ['/console/wallet', 'nav.wallet'],
-      ['/console/usage', 'nav.usage'],
-      ['/console/transactions', 'nav.transactions'],
-      [site === 'cn' ? '/console/invoices' : '/console/receipts', site === 'cn' ? 'nav.invoices' : 'nav.receipts'],
-    ],
-  },
+  ...(org ? [orgNav(org)] : []),
+  ...(org && !managesOrg(org) ? [] : [MONEY_NAV]),
   {
     title: 'nav.group.build',
     links: [
@@ -97,13 +116,20 @@ const Playground = lazy(() => import('./pages/playground').then((m) => m.Playgro
 
 function Shell() {
   const me = useGet<Me>('/api/auth/me');
+  const org = useOrg();
   const { path } = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   // A followed link closes the phone menu.
   useEffect(() => setMenuOpen(false), [path]);
+  // The pages read the chosen account: they wait until it is known.
+  if (!org.ready) return <p aria-busy="true">{t('loading')}</p>;
+  const nav = userNav(org.current);
+  // A link is current on its page and on the pages below it that have no link of their own (a capture under Captures).
+  const linked = new Set([...nav, ...ADMIN_NAV].flatMap((group) => group.links.map(([href]) => href)));
+  const current = (href: string) => path === href || (href !== '/console' && path.startsWith(`${href}/`) && !linked.has(path));
   const link = ([href, key]: NavLink) => (
     <li key={href}>
-      <a href={href} aria-current={path === href || (href !== '/console' && path.startsWith(`${href}/`)) ? 'page' : undefined}>
+      <a href={href} aria-current={current(href) ? 'page' : undefined}>
         {t(key)}
       </a>
     </li>
@@ -136,6 +162,7 @@ function Shell() {
               <a class="brand" href="/console">
                 cpd
               </a>
+              <OrgSwitcher />
               <span class="who">{user.email ?? user.phone}</span>
               <LanguageSwitch />
               <button
@@ -146,7 +173,7 @@ function Shell() {
               </button>
             </header>
             <div id="sidebar" class={menuOpen ? 'sidebar open' : 'sidebar'}>
-              <nav aria-label={t('nav.user')}>{groups(USER_NAV)}</nav>
+              <nav aria-label={t('nav.user')}>{groups(nav)}</nav>
               {user.is_admin && <nav aria-label={t('nav.admin')}>{groups(ADMIN_NAV)}</nav>}
             </div>
             <main id="main">
@@ -178,6 +205,10 @@ function Shell() {
                 <Route path="/console/admin/captures" component={AdminCaptures} />
                 <Route path="/console/admin/captures/:id" component={AdminCaptureView} />
                 <Route path="/console/admin/capture" component={AdminCaptureRules} />
+                <Route path="/console/orgs/new" component={NewOrg} />
+                <Route path="/console/orgs/:id" component={OrgSettings} />
+                <Route path="/console/orgs/:id/audit" component={OrgAudit} />
+                <Route path="/console/invite" component={AcceptInvite} />
                 <Route default component={NotFound} />
               </Router>
             </main>
@@ -197,7 +228,11 @@ function Pages() {
   if (path === '/forgot-password') return <ForgotPassword />;
   if (path === '/reset-password') return <ResetPassword />;
   if (path === '/verify-email') return <VerifyEmail />;
-  return <Shell />;
+  return (
+    <OrgProvider>
+      <Shell />
+    </OrgProvider>
+  );
 }
 
 function App() {
@@ -207,5 +242,9 @@ function App() {
     </LocationProvider>
   );
 }
+
+// Invite links name their page in the fragment (/console/#/invite?token=…); it is /console/invite.
+const invite = /^#\/invite(\?.*)?$/.exec(location.hash);
+if (location.pathname.startsWith('/console') && invite) history.replaceState(null, '', `/console/invite${invite[1] ?? ''}`);
 
 render(<App />, document.getElementById('app')!);

@@ -12,9 +12,11 @@ import { currency, formatDay, t } from './locale';
 import { formatMicros, toMicros } from './money';
 import { Alert, errorText } from './ui';
 
-export type GroupBy = 'model' | 'user' | 'entrypoint';
+/** member: an organization's report (orgId) by the member whose keys made the requests. */
+export type GroupBy = 'model' | 'user' | 'entrypoint' | 'member';
 interface CostRow {
   user?: string;
+  member?: string;
   model?: string;
   entrypoint?: string;
   cost: number;
@@ -43,12 +45,18 @@ export function localDays(from: string, to: string): Date[] {
   return days;
 }
 
-async function loadSeries(days: Date[], groupBy: GroupBy, only?: string): Promise<Series> {
+async function loadSeries(days: Date[], groupBy: GroupBy, only?: string, orgId?: string): Promise<Series> {
   const reports = await Promise.all(
     days.map((day) => {
       const next = new Date(day.getFullYear(), day.getMonth(), day.getDate() + 1);
       return get<{ items: CostRow[] }>(
-        withQuery('/v1/router/cost', { from: day.toISOString(), to: next.toISOString(), group_by: groupBy, currency: 'site' }),
+        withQuery('/v1/router/cost', {
+          from: day.toISOString(),
+          to: next.toISOString(),
+          group_by: groupBy,
+          currency: 'site',
+          org_id: orgId,
+        }),
       );
     }),
   );
@@ -59,16 +67,17 @@ async function loadSeries(days: Date[], groupBy: GroupBy, only?: string): Promis
   return { days, groups, micros };
 }
 
-export function DailyCostChart({ days, groupBy, only }: { days: Date[]; groupBy: GroupBy; only?: string }) {
+/** `orgId`: the report of that organization (its owners and admins see it) instead of the caller's own. */
+export function DailyCostChart({ days, groupBy, only, orgId }: { days: Date[]; groupBy: GroupBy; only?: string; orgId?: string }) {
   const [series, setSeries] = useState<Series | null>(null);
   const [error, setError] = useState<string | null>(null);
   const box = useRef<HTMLDivElement>(null);
-  const key = `${days[0]?.getTime()}-${days.length}-${groupBy}-${only ?? ''}`;
+  const key = `${days[0]?.getTime()}-${days.length}-${groupBy}-${only ?? ''}-${orgId ?? ''}`;
 
   useEffect(() => {
     let live = true;
     setSeries(null);
-    loadSeries(days, groupBy, only).then(
+    loadSeries(days, groupBy, only, orgId).then(
       (s) => live && setSeries(s),
       (e) => live && setError(errorText(e)),
     );

@@ -8,6 +8,7 @@ import * as webhooks from './messages.webhooks';
 import * as pricing from './messages.pricing';
 import * as product from './messages.product';
 import * as design from './messages.design';
+import * as orgs from './messages.orgs';
 
 const en = {
   loading: 'Loading…',
@@ -251,6 +252,7 @@ const en = {
   ...pricing.en,
   ...product.en,
   ...design.en,
+  ...orgs.en,
 };
 
 export type Key = keyof typeof en;
@@ -497,6 +499,7 @@ const zh: Record<Key, string> = {
   ...pricing.zh,
   ...product.zh,
   ...design.zh,
+  ...orgs.zh,
 };
 
 export const messages: Record<'en' | 'zh-CN', Record<Key, string>> = { en, 'zh-CN': zh };

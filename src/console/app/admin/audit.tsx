@@ -62,10 +62,11 @@ export function AdminAudit() {
 }
 
 /** An entry's details as labelled values in the page's language; nested values (price lists, changes) as compact JSON that wraps. */
-function AuditDetails({ details }: { details: unknown }) {
+export function AuditDetails({ details }: { details: unknown }) {
   if (details === null || details === undefined) return <>—</>;
   if (typeof details !== 'object' || Array.isArray(details)) return <code>{JSON.stringify(details)}</code>;
-  const say = (v: unknown) => (typeof v === 'boolean' ? t(v ? 'product.yes' : 'product.no') : typeof v === 'string' ? v : v === null ? '—' : JSON.stringify(v));
+  const say = (v: unknown) =>
+    typeof v === 'boolean' ? t(v ? 'product.yes' : 'product.no') : typeof v === 'string' ? v : v === null ? '—' : JSON.stringify(v);
   return (
     <dl class="details">
       {Object.entries(details).map(([name, value]) => {

@@ -3,12 +3,14 @@
  * with the spend so far, edit or clear a key's limits, revoke after a confirmation.
  */
 import { useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { managesOrg, orgQuery, useOrg } from '../org';
 import { ConfirmButton, CopyButton, DataTable, Dialog, errorText, Field, Page, Show, useGet } from '../ui';
 import { errorsFromApi, type KeyLimits, type LimitErrors, LimitFields, readLimits } from './key-limits';
 import { CaptureCheckbox, captureOf } from './key-capture';
+import { type Member, memberName } from './org-settings';
 
 interface ApiKey extends KeyLimits {
   id: string;
@@ -18,6 +20,7 @@ interface ApiKey extends KeyLimits {
   last_used_at: string | null;
   spent?: number | null;
   capture?: boolean;
+  created_by?: string;
 }
 
 function limitsOf(key: ApiKey): string {
@@ -34,7 +37,11 @@ function limitsOf(key: ApiKey): string {
 }
 
 export function ApiKeys() {
-  const keys = useGet<ApiKey[]>('/api/api-keys');
+  const { current: org } = useOrg();
+  const keys = useGet<ApiKey[]>(withQuery('/api/api-keys', orgQuery(org)));
+  // Owners and admins see every member's keys of the organization, so the list says whose each is.
+  const members = useGet<{ members: Member[] }>(org && managesOrg(org) ? `/api/orgs/${encodeURIComponent(org.id)}/members` : null);
+  const emailOf = new Map(members.data?.members.map((m) => [m.user_id, memberName(m)]));
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string }) | null>(null);
   const [errors, setErrors] = useState<LimitErrors>({});
@@ -53,7 +60,9 @@ export function ApiKeys() {
     if ('errors' in read) return setErrors(read.errors);
     setErrors({});
     try {
-      setCreated(await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data) }));
+      setCreated(
+        await api<ApiKey & { key: string }>('POST', '/api/api-keys', { name, ...read.limits, capture: captureOf(data), ...orgQuery(org) }),
+      );
       keys.reload();
     } catch (err) {
       setErrors(errorsFromApi(errorText(err)));
@@ -89,6 +98,7 @@ export function ApiKeys() {
 
   return (
     <Page title={t('keys.title')}>
+      {org && <p data-testid="keys-org">{t('orgs.keysOf', { org: org.name })}</p>}
       <p>
         <button type="button" onClick={openCreate}>
           {t('keys.create')}
@@ -119,6 +129,7 @@ export function ApiKeys() {
                 <th>{t('keys.name')}</th>
                 <th>{t('keys.prefix')}</th>
                 <th>{t('keys.limits')}</th>
+                {members.data && <th>{t('orgs.createdBy')}</th>}
                 <th>{t('created')}</th>
                 <th>{t('keys.lastUsed')}</th>
                 <th>
@@ -133,6 +144,7 @@ export function ApiKeys() {
                   <code>{key.prefix}…</code>
                 </td>
                 <td>{limitsOf(key)}</td>
+                {members.data && <td>{(key.created_by && emailOf.get(key.created_by)) ?? key.created_by ?? '—'}</td>}
                 <td>{formatTime(key.created_at)}</td>
                 <td>{formatTime(key.last_used_at)}</td>
                 <td>

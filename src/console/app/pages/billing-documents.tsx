@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../api';
 import { formatTime, site, t } from '../locale';
 import { formatMoney } from '../money';
+import { BillingOnly, orgQuery, useOrg } from '../org';
 import { DataTable, errorText, Field, Page, Select, Show, Status, useCursor, useGet } from '../ui';
 
 interface Payment {
@@ -30,13 +31,16 @@ interface Invoice {
   created_at: string;
 }
 
-const paidPayments = withQuery('/api/billing/payments', { status: 'paid', limit: 200 });
-
-export const BillingDocuments = () => (site === 'cn' ? <Invoices /> : <Receipts />);
+export const BillingDocuments = () => (
+  <BillingOnly title={t(site === 'cn' ? 'nav.invoices' : 'nav.receipts')}>{site === 'cn' ? <Invoices /> : <Receipts />}</BillingOnly>
+);
 
 function Receipts() {
+  const { current: org } = useOrg();
   const { cursor, Pager } = useCursor();
-  const payments = useGet<{ payments: Payment[]; next_cursor: string | null }>(withQuery('/api/billing/payments', { status: 'paid', limit: 50, cursor }));
+  const payments = useGet<{ payments: Payment[]; next_cursor: string | null }>(
+    withQuery('/api/billing/payments', { status: 'paid', limit: 50, cursor, ...orgQuery(org) }),
+  );
   return (
     <Page title={t('nav.receipts')}>
       <Show loaded={payments}>
@@ -63,7 +67,7 @@ function Receipts() {
                   <td class="num">{p.refunded_amount > 0 ? formatMoney(p.refunded_amount, p.currency) : '—'}</td>
                   <td>{p.provider}</td>
                   <td>
-                    <a href={`/api/billing/receipts/${encodeURIComponent(p.id)}/download`}>{t('docs.receipt')}</a>
+                    <a href={withQuery(`/api/billing/receipts/${encodeURIComponent(p.id)}/download`, orgQuery(org))}>{t('docs.receipt')}</a>
                   </td>
                 </tr>
               )}
@@ -77,8 +81,9 @@ function Receipts() {
 }
 
 function Invoices() {
-  const invoices = useGet<{ invoices: Invoice[] }>('/api/billing/invoices');
-  const payments = useGet<{ payments: Payment[] }>(paidPayments);
+  const { current: org } = useOrg();
+  const invoices = useGet<{ invoices: Invoice[] }>(withQuery('/api/billing/invoices', orgQuery(org)));
+  const payments = useGet<{ payments: Payment[] }>(withQuery('/api/billing/payments', { status: 'paid', limit: 200, ...orgQuery(org) }));
   const [errors, setErrors] = useState<{ title?: string; tax_id?: string }>({});
   const [done, setDone] = useState(false);
 
@@ -94,6 +99,7 @@ function Invoices() {
         payment_id: String(form.get('payment_id')),
         title,
         ...(taxId ? { tax_id: taxId } : {}),
+        ...orgQuery(org),
       });
       setDone(true);
       invoices.reload();
@@ -144,7 +150,9 @@ function Invoices() {
                 <td class="num">{formatMoney(inv.amount, inv.currency)}</td>
                 <td>{inv.status === 'issued' ? t('product.invoice.issued') : inv.status}</td>
                 <td>
-                  <a href={`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`}>{t('docs.download')}</a>
+                  <a href={withQuery(`/api/billing/invoices/${encodeURIComponent(inv.payment_id)}/download`, orgQuery(org))}>
+                    {t('docs.download')}
+                  </a>
                 </td>
               </tr>
             )}

@@ -2,14 +2,18 @@
  * The console's first page: balance (with a low-balance warning), spend this month by day, request
  * count, top models, recent errors, the gateway's base URL, and onboarding for an account that has
  * sent no request yet. Everything comes from the APIs the other pages use; the wallet is /console/wallet.
+ * With an organization chosen its owners and admins see the organization's figures; a member, whose
+ * organization's billing is not theirs to see, sees its own spend limit there instead.
  */
 import { useState } from 'preact/hooks';
 import { withQuery } from '../api';
 import { DailyCostChart } from '../cost-chart';
 import { formatNumber, formatTime, t } from '../locale';
 import { formatMicros, formatMoney, toMicros } from '../money';
+import { managesOrg, orgQuery, useOrg } from '../org';
 import { CopyButton, DataTable, Page, Show, useGet } from '../ui';
 import { Onboarding } from './onboarding';
+import { MemberHome } from './org-home';
 
 interface Summary {
   balance: number;
@@ -31,26 +35,36 @@ interface CostRow {
 const failed = (status: string | number) => !/^(2\d\d|ok)$/.test(String(status));
 
 export function Dashboard() {
+  const { current: org } = useOrg();
+  if (org && !managesOrg(org)) return <MemberHome org={org} />;
+  return <Figures key={org?.id ?? ''} />;
+}
+
+function Figures() {
+  const { current: org } = useOrg();
+  const scope = orgQuery(org);
   const now = new Date();
   const monthStart = new Date(now.getFullYear(), now.getMonth(), 1);
-  const summary = useGet<Summary>('/api/billing/summary');
-  const notifications = useGet<{ low_balance: number | null }>('/api/auth/notifications');
+  const summary = useGet<Summary>(withQuery('/api/billing/summary', scope));
+  // The low-balance threshold is the caller's own setting, for its own wallet.
+  const notifications = useGet<{ low_balance: number | null }>(org ? null : '/api/auth/notifications');
   const site = useGet<{ public_url: string }>('/api/site');
   const pricing = useGet<{ models: Array<{ slug: string }> }>('/api/pricing');
   // Fixed for the page's life: a path that changed on every render would fetch again on every render.
   const [since] = useState(() => new Date(now.getTime() - 30 * 86_400_000).toISOString());
-  const usage = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(withQuery('/api/usage', { from: since, limit: 200 }));
-  const top = useGet<{ items: CostRow[] }>(withQuery('/v1/router/cost', { from: monthStart.toISOString(), group_by: 'model' }));
+  const usage = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(withQuery('/api/usage', { from: since, limit: 200, ...scope }));
+  const top = useGet<{ items: CostRow[] }>(withQuery('/v1/router/cost', { from: monthStart.toISOString(), group_by: 'model', ...scope }));
   // Onboarding stays on the page for the visit in which the first request arrives, so its "seen" step shows.
   const [onboarding, setOnboarding] = useState<boolean | null>(null);
-  if (onboarding === null && usage.data) setOnboarding(usage.data.usage.length === 0);
+  // An organization's first key is made on the keys page; onboarding walks through the caller's own.
+  if (onboarding === null && usage.data) setOnboarding(!org && usage.data.usage.length === 0);
 
   const baseUrl = site.data?.public_url ?? location.origin;
   const days: Date[] = [];
   for (let d = monthStart; d <= now; d = new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1)) days.push(d);
 
   return (
-    <Page title={t('dash.title')}>
+    <Page title={org ? org.name : t('dash.title')}>
       <Show loaded={summary}>
         {(s) => {
           const threshold = notifications.data?.low_balance ?? 1;
@@ -58,7 +72,10 @@ export function Dashboard() {
             <>
               {s.balance <= threshold && (
                 <p class="notice warn" role="status" data-testid="low-balance">
-                  {t('dash.lowBalance', { balance: formatMoney(s.balance, s.currency) })} <a href="/console/wallet">{t('dash.topUp')}</a>
+                  {org
+                    ? t('orgs.lowBalance', { org: org.name, balance: formatMoney(s.balance, s.currency) })
+                    : t('dash.lowBalance', { balance: formatMoney(s.balance, s.currency) })}{' '}
+                  <a href="/console/wallet">{t('dash.topUp')}</a>
                 </p>
               )}
               <dl class="stats">
@@ -107,7 +124,7 @@ export function Dashboard() {
       </section>
       <section class="card" aria-labelledby="spend">
         <h2 id="spend">{t('dash.spendByDay')}</h2>
-        <DailyCostChart days={days} groupBy="model" />
+        <DailyCostChart days={days} groupBy="model" orgId={org?.id} />
       </section>
       <div class="grid">
         <section class="card" aria-labelledby="top-models">

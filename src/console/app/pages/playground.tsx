@@ -3,11 +3,13 @@
  * keys only (no session path), so the page uses a key the user pastes or creates here; it stays in
  * this page's memory. The answer streams (SSE, stream_options.include_usage); tokens and cost come
  * from the final usage chunk (`usage.cost`; X-Cost, sent with the first token, is only an estimate). A 402 says the wallet is empty and links to top up.
+ * A key made here with an organization chosen is the organization's, so its wallet pays.
  */
 import { useRef, useState } from 'preact/hooks';
 import { api } from '../api';
 import { currency, formatNumber, t } from '../locale';
 import { formatMoney } from '../money';
+import { orgQuery, useOrg } from '../org';
 import { Alert, errorText, Page, Select } from '../ui';
 
 interface Usage {
@@ -42,6 +44,7 @@ async function* sseData(body: ReadableStream<Uint8Array>) {
 }
 
 export function Playground() {
+  const { current: org } = useOrg();
   const [key, setKey] = useState('');
   const [models, setModels] = useState<string[]>([]);
   const [answer, setAnswer] = useState('');
@@ -63,7 +66,7 @@ export function Playground() {
 
   async function createKey() {
     try {
-      const created = await api<{ key: string }>('POST', '/api/api-keys', { name: 'playground' });
+      const created = await api<{ key: string }>('POST', '/api/api-keys', { name: 'playground', ...orgQuery(org) });
       setKey(created.key);
       await loadModels(created.key);
     } catch (err) {

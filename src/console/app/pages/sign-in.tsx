@@ -7,10 +7,22 @@ import { ForgotLink } from './mail';
 import { PhoneCodeForm, PhoneReset, phoneFirst, usePhoneLogin } from './phone-sign-in';
 import { ProviderButtons } from './oauth';
 
+/**
+ * A console page named in the fragment (`#/invite?token=…` of an invite link): the browser keeps a
+ * fragment through the server's redirect to sign-in, and it is carried on from here to the console.
+ */
+const consoleFragment = () => (location.hash.startsWith('#/') ? location.hash : '');
+
 /** Only console paths are followed after sign-in, never another site (no open redirect). */
 function afterSignIn() {
   const next = new URLSearchParams(location.search).get('next') ?? '';
-  location.assign(/^\/console(\/|$|\?)/.test(next) ? next : '/console');
+  location.assign((/^\/console(\/|$|\?)/.test(next) ? next : '/console') + consoleFragment());
+}
+
+/** The other sign-in page, keeping where to go afterwards (an invite link followed by someone without an account yet). */
+function keepingNext(path: string) {
+  const next = new URLSearchParams(location.search).get('next');
+  return (next ? `${path}?next=${encodeURIComponent(next)}` : path) + consoleFragment();
 }
 
 type LoginAnswer = { token: string } | { two_factor_required: true; challenge_token: string };
@@ -88,7 +100,7 @@ export function Login() {
         <ForgotLink />
         {challenge === null && <ProviderButtons />}
         <p>
-          <a href="/signup">{t('login.toSignup')}</a>
+          <a href={keepingNext('/signup')}>{t('login.toSignup')}</a>
         </p>
       </Page>
     </main>
@@ -197,7 +209,7 @@ export function Signup() {
         )}
         {challenge === null && <ProviderButtons signUp />}
         <p>
-          <a href="/login">{t('signup.toLogin')}</a>
+          <a href={keepingNext('/login')}>{t('signup.toLogin')}</a>
         </p>
       </Page>
     </main>

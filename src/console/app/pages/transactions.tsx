@@ -2,6 +2,7 @@
 import { withQuery } from '../api';
 import { formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { BillingOnly, orgQuery, useOrg } from '../org';
 import { ledgerDescription } from '../product-text';
 import { DataTable, Page, Show, useCursor, useGet } from '../ui';
 
@@ -14,10 +15,17 @@ interface Transaction {
   description: string;
 }
 
-export function Transactions() {
+export const Transactions = () => (
+  <BillingOnly title={t('nav.transactions')}>
+    <Ledger />
+  </BillingOnly>
+);
+
+function Ledger() {
+  const { current: org } = useOrg();
   const { cursor, Pager } = useCursor();
   const page = useGet<{ transactions: Transaction[]; next_cursor: string | null }>(
-    withQuery('/api/billing/transactions', { limit: 50, cursor }),
+    withQuery('/api/billing/transactions', { limit: 50, cursor, ...orgQuery(org) }),
   );
   return (
     <Page title={t('nav.transactions')}>

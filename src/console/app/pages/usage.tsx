@@ -7,6 +7,7 @@ import { withQuery } from '../api';
 import { DailyCostChart, localDays } from '../cost-chart';
 import { formatNumber, formatTime, t } from '../locale';
 import { formatMoney } from '../money';
+import { BillingOnly, orgQuery, useOrg } from '../org';
 import { TokenKinds } from './token-kinds';
 import { DataTable, Field, Page, Select, Show, useCursor, useGet } from '../ui';
 
@@ -40,7 +41,14 @@ export function rangeQuery(from: string, to: string) {
   return { from: days[0]?.toISOString(), to: new Date(last.getFullYear(), last.getMonth(), last.getDate() + 1).toISOString() };
 }
 
-export function Usage() {
+export const Usage = () => (
+  <BillingOnly title={t('nav.usage')}>
+    <UsageLog />
+  </BillingOnly>
+);
+
+function UsageLog() {
+  const { current: org } = useOrg();
   const today = new Date();
   const [filters, setFilters] = useState({
     from: dateInput(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 6)),
@@ -49,8 +57,8 @@ export function Usage() {
     key_id: '',
   });
   const { cursor, reset, Pager } = useCursor();
-  const keys = useGet<Array<{ id: string; name: string }>>('/api/api-keys');
-  const range = rangeQuery(filters.from, filters.to);
+  const keys = useGet<Array<{ id: string; name: string }>>(withQuery('/api/api-keys', orgQuery(org)));
+  const range = { ...rangeQuery(filters.from, filters.to), ...orgQuery(org) };
   const page = useGet<{ usage: UsageRow[]; next_cursor: string | null }>(
     withQuery('/api/usage', { ...range, model: filters.model, key_id: filters.key_id, limit: 50, cursor }),
   );
@@ -86,7 +94,8 @@ export function Usage() {
           {t('usage.csv')}
         </a>
       </form>
-      <DailyCostChart days={localDays(filters.from, filters.to)} groupBy="model" only={filters.model || undefined} />
+      <DailyCostChart days={localDays(filters.from, filters.to)} groupBy="model" only={filters.model || undefined} orgId={org?.id} />
+      {org && <DailyCostChart days={localDays(filters.from, filters.to)} groupBy="member" orgId={org.id} />}
       <h2>{t('usage.requests')}</h2>
       <Show loaded={page}>
         {({ usage, next_cursor }) => (

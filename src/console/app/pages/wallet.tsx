@@ -4,9 +4,10 @@
  * payment until it settles and shows progress meanwhile.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, newIdempotencyKey } from '../api';
+import { api, newIdempotencyKey, withQuery } from '../api';
 import { currency, formatTime, t } from '../locale';
 import { formatMoney, microsToNumber, parseAmount } from '../money';
+import { type Org, BillingOnly, orgQuery, useOrg } from '../org';
 import { providerName } from '../product-text';
 import { Alert, DataTable, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 import { Redeem } from './redeem';
@@ -42,11 +43,18 @@ interface Payment {
   expires_at?: string;
 }
 
-export function Wallet() {
-  const summary = useGet<Summary>('/api/billing/summary');
-  const history = useGet<{ payments: ListedPayment[] }>('/api/billing/payments?limit=10');
+export const Wallet = () => (
+  <BillingOnly title={t('wallet.title')}>
+    <OwnWallet />
+  </BillingOnly>
+);
+
+function OwnWallet() {
+  const { current: org } = useOrg();
+  const summary = useGet<Summary>(withQuery('/api/billing/summary', orgQuery(org)));
+  const history = useGet<{ payments: ListedPayment[] }>(withQuery('/api/billing/payments', { limit: 10, ...orgQuery(org) }));
   return (
-    <Page title={t('wallet.title')}>
+    <Page title={org ? t('orgs.walletOf', { org: org.name }) : t('wallet.title')}>
       <Show loaded={summary}>
         {(s) => (
           <dl class="stats">
@@ -66,12 +74,14 @@ export function Wallet() {
         )}
       </Show>
       <TopUp
+        org={org}
         onCredited={() => {
           summary.reload();
           history.reload();
         }}
       />
-      <Redeem onCredited={summary.reload} />
+      {/* Codes credit the redeemer's own wallet. */}
+      {!org && <Redeem onCredited={summary.reload} />}
       <section aria-labelledby="topups">
         <h2 id="topups">{t('wallet.history')}</h2>
         <Show loaded={history}>
@@ -106,7 +116,7 @@ export function Wallet() {
   );
 }
 
-function TopUp({ onCredited }: { onCredited: () => void }) {
+function TopUp({ org, onCredited }: { org: Org | null; onCredited: () => void }) {
   const providers = useGet<{ providers: Provider[] }>('/api/payments/providers');
   const [error, setError] = useState<string | null>(null);
   const [payment, setPayment] = useState<Payment | null>(null);
@@ -123,7 +133,7 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
     setError(null);
     setBusy(true);
     try {
-      const body = { provider: String(form.get('provider')), amount: microsToNumber(micros), currency };
+      const body = { provider: String(form.get('provider')), amount: microsToNumber(micros), currency, ...orgQuery(org) };
       const created = await api<Payment>('POST', '/api/billing/payments', body, { 'idempotency-key': newIdempotencyKey() });
       setWaiting(created.status === 'pending');
       setPayment(created);
@@ -151,6 +161,7 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
       {payment && (
         <PendingPayment
           key={payment.id}
+          org={org}
           payment={payment}
           onSettled={(status) => {
             setWaiting(false);
@@ -163,7 +174,15 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
 }
 
 /** Polls GET /api/billing/payments/{id} (which also asks the provider) until the payment leaves pending. */
-function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (status: Payment['status']) => void }) {
+function PendingPayment({
+  org,
+  payment,
+  onSettled,
+}: {
+  org: Org | null;
+  payment: Payment;
+  onSettled: (status: Payment['status']) => void;
+}) {
   const [current, setCurrent] = useState<Payment>(payment);
   const [pollError, setPollError] = useState<string | null>(null);
   useEffect(() => {
@@ -173,7 +192,7 @@ function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (
     }
     const timer = setTimeout(async () => {
       try {
-        const next = await api<Payment>('GET', `/api/billing/payments/${encodeURIComponent(payment.id)}`);
+        const next = await api<Payment>('GET', withQuery(`/api/billing/payments/${encodeURIComponent(payment.id)}`, orgQuery(org)));
         setPollError(null);
         setCurrent({ ...current, ...next });
       } catch (err) {
@@ -185,7 +204,13 @@ function PendingPayment({ payment, onSettled }: { payment: Payment; onSettled: (
   }, [current]);
 
   if (current.status === 'paid')
-    return <Status>{t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}</Status>;
+    return (
+      <Status>
+        {org
+          ? t('orgs.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency), org: org.name })
+          : t('wallet.credited', { amount: current.amount === undefined ? '' : formatMoney(current.amount, currency) })}
+      </Status>
+    );
   if (current.status !== 'pending') return <Alert>{t(current.status === 'failed' ? 'wallet.failed' : 'wallet.expired')}</Alert>;
   return (
     <div class="pending">
