@@ -4,7 +4,7 @@
  * batch until a batch comes back short. Used for rows kept for a retention period.
  */
 import { sql } from 'drizzle-orm';
-import type { AppContext } from '../../app-context';
+import type { PlatformContext } from '../context';
 import type { Db } from './index';
 
 /** The transaction handle drizzle gives a `db.transaction` callback. */
@@ -21,7 +21,7 @@ export interface LockedSweeperOptions {
   deleteBatch: (tx: SweepTx, limit: number) => Promise<number>;
 }
 
-export function startLockedSweeper(ctx: AppContext, opts: LockedSweeperOptions) {
+export function startLockedSweeper(ctx: Pick<PlatformContext<never>, 'database' | 'log' | 'onShutdown'>, opts: LockedSweeperOptions) {
   /** One batch under the lock; null when another replica holds it. */
   const sweepBatch = (): Promise<number | null> =>
     ctx.database.db.transaction(async (tx) => {
