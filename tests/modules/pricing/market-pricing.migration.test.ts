@@ -16,13 +16,15 @@ test('the market pricing migration keeps every existing price meaning what it me
   const database = await openDatabase({ databaseUrl: fresh.url, maxConnections: 2 });
   try {
     const before = embeddedMigrations.filter((m) => m.name < '0020_market_pricing');
-    expect(before.length).toBe(embeddedMigrations.length - 1);
+    expect(before.at(-1)?.name).toBe('0019_webhooks');
     await migrate(database, { migrations: before });
     await database.query(sql`insert into model_prices (id, slug, unit, price_micros, position) values
       ('mpr_old1', 'tokens', 'per_million_tokens', 1234567, 0), ('mpr_old2', 'image', 'per_request', 20000, 1)`);
     await database.query(sql`insert into router_usage (id, created_at, user_id, entrypoint, model, prompt_tokens, completion_tokens, cost_micros, currency, cost_usd_micros, tokens_counted, latency_ms, status, streamed, aborted)
       values ('use_old', now(), 'usr_old', 'tokens', 'tokens', 1000, 300, 1605, 'USD', 1605, false, 5, 200, false, false)`);
-    expect(await migrate(database)).toEqual(['0020_market_pricing']);
+    expect(await migrate(database, { migrations: embeddedMigrations.filter((m) => m.name <= '0020_market_pricing') })).toEqual(['0020_market_pricing']);
+    // The migrations after it change nothing this test reads; the app needs the whole schema.
+    await migrate(database);
 
     const t = await createTestApp('postgres', {}, { testDb: { database, url: fresh.url, drop: async () => {} } });
     try {
