@@ -10,7 +10,8 @@
  * - the organization's audit log lists what was done; axe-core finds no serious or critical
  *   violation on the new pages;
  * - on the China site in Chinese, with mail: the invite is mailed instead of shown, its link joins,
- *   and the organization's invoices page opens for its owner.
+ *   the owner's low-balance mail threshold is kept across a reload and hidden from the member, and
+ *   the organization's invoices page opens for its owner.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import OpenAI from 'openai';
@@ -422,6 +423,17 @@ describe('organizations on the China site, with mail', () => {
     expect(await axeViolations(owner.page)).toEqual([]);
     await screenshot(owner.page, 'orgs-cn-mailed');
 
+    // The owner sets the organization's low-balance mail threshold; a reload shows it kept.
+    const lowBalance = /余额低于此金额时发邮件提醒所有者和管理员/;
+    const notifications = owner.page.getByRole('form', { name: '通知' });
+    await notifications.getByLabel(lowBalance).fill('2.5');
+    await notifications.getByRole('button', { name: '保存' }).click();
+    await notifications.getByRole('status').getByText('已保存').waitFor();
+    await owner.page.reload();
+    expect(await owner.page.getByLabel(lowBalance).inputValue()).toBe('2.5');
+    expect((await cn.call<{ low_balance: string }>('GET', `/api/orgs/${org.id}/notifications`, ownerToken)).body.low_balance).toMatch(/^2\.50*$/);
+    expect(await axeViolations(owner.page)).toEqual([]);
+
     const mail = await smtp.next((m) => m.to === 'xiaowang@cn.example' && m.text.includes('/console/'), 'the invite');
     const guest = await chinesePage(guestToken);
     await guest.page.goto(linkIn(mail, `${cn.url}/console/`));
@@ -430,6 +442,9 @@ describe('organizations on the China site, with mail', () => {
     await guest.page.getByRole('button', { name: '加入', exact: true }).click();
     await guest.page.waitForURL(`${cn.url}/console/orgs/${org.id}`);
     expect(await guest.page.getByTestId('org-role').textContent()).toBe('成员');
+    // A member is not mailed about the organization's balance, so the setting is not shown to it.
+    await guest.page.getByRole('heading', { name: '成员', level: 2 }).waitFor();
+    expect(await guest.page.getByRole('form', { name: '通知' }).count()).toBe(0);
 
     // The owner's invoices page reads the organization's payments and invoices.
     // Opening the organization's page by its address chose it: the navigation and the switch say so.

@@ -70,6 +70,8 @@ export const en = {
   'orgs.home.org': 'Members',
   'chart.by.member': 'member',
   'orgs.createdBy': 'Created by',
+  'orgs.notifications.intro': 'Owners and admins of {org} can be mailed when its balance runs low.',
+  'orgs.notifications.lowBalance': 'Mail owners and admins when the balance falls below ({currency})',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -141,4 +143,6 @@ export const zh: Record<keyof typeof en, string> = {
   'orgs.home.org': '成员',
   'chart.by.member': '成员',
   'orgs.createdBy': '创建者',
+  'orgs.notifications.intro': '{org} 的余额不足时，可以发邮件提醒其所有者和管理员。',
+  'orgs.notifications.lowBalance': '余额低于此金额时发邮件提醒所有者和管理员（{currency}）',
 };

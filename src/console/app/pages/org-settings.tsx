@@ -1,7 +1,7 @@
 /**
  * An organization's page: its name (renamed by owners and admins), its members with their roles and
  * spend limits (changed or removed by owners and admins; only owners touch owners), the invites,
- * and leaving or, for an owner, deleting it.
+ * the low-balance mail threshold (owners and admins), and leaving or, for an owner, deleting it.
  */
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
@@ -12,6 +12,7 @@ import { formatMoney, microsToNumber, parseAmount } from '../money';
 import { type Org, type OrgRole, assignableRoles, managesOrg, roleName, useOrg, useOrgPage } from '../org';
 import { Alert, ConfirmButton, DataTable, Dialog, Field, Page, Select, Show, Status, errorText, useGet } from '../ui';
 import { Invites } from './org-invites';
+import { OrgNotifications } from './org-notifications';
 
 type Period = 'day' | 'month' | 'total';
 
@@ -79,6 +80,7 @@ function OrgPage({ org, onChanged }: { org: Org; onChanged: () => void }) {
         <Show loaded={members}>{({ members: list }) => <Members org={org} members={list} onChanged={members.reload} />}</Show>
       </section>
       {manager && <Invites org={org} />}
+      {manager && <OrgNotifications org={org} />}
       <Leave org={org} />
     </Page>
   );
