@@ -297,10 +297,11 @@ describe('/api/docs', () => {
     const chat = page.getByText('/v1/chat/completions', { exact: true });
     for (let stalled = 0; !(await chat.isVisible()) && stalled < 20; ) {
       for (const path of await page.locator('.opblock-summary-path').allTextContents()) seen.add(path);
-      const before = await page.evaluate(() => window.scrollY);
+      const before = await page.evaluate('window.scrollY');
       await page.mouse.wheel(0, 1500);
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-      stalled = (await page.evaluate(() => window.scrollY)) === before ? stalled + 1 : 0;
+      // Two frames: the scroll is painted and Swagger UI has rendered what came into view.
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+      stalled = (await page.evaluate('window.scrollY')) === before ? stalled + 1 : 0;
     }
     await chat.waitFor();
     for (const path of await page.locator('.opblock-summary-path').allTextContents()) seen.add(path);
