@@ -1,63 +1,66 @@
-/** Admin: the audit log of every admin write, newest first, in cursor pages; each entry's details as key and value lines. */
+/** Admin: the audit log of every admin write; an organization's page shows its own log with the same table. */
 import { Fragment } from 'preact';
 import { withQuery } from '../api';
 import type { Key } from '../messages';
 import { formatTime, t } from '../locale';
-import { Page, Show, useCursor, useGet } from '../ui';
+import { DataTable, Page, Show, useCursor, useGet } from '../ui';
 
 interface Entry {
   id: string;
-  actor_id: string;
-  actor_email: string;
+  actor_email: string | null;
   action: string;
-  target: string;
+  target: string | null;
   details: unknown;
   created_at: string;
 }
 
 export function AdminAudit() {
-  const { cursor, Pager } = useCursor();
-  const page = useGet<{ entries: Entry[]; next_cursor: string | null }>(withQuery('/api/admin/audit', { limit: 50, cursor }));
   return (
     <Page title={t('nav.admin.audit')}>
-      <Show loaded={page}>
-        {({ entries, next_cursor }) => (
-          <>
-            {entries.length === 0 ? (
-              <p class="empty">{t('none')}</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th>{t('time')}</th>
-                    <th>{t('admin.actor')}</th>
-                    <th>{t('admin.action')}</th>
-                    <th>{t('admin.target')}</th>
-                    <th>{t('admin.details')}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {entries.map((e) => (
-                    <tr key={e.id}>
-                      <td class="time">{formatTime(e.created_at)}</td>
-                      <td>{e.actor_email}</td>
-                      <td>
-                        <code>{e.action}</code>
-                      </td>
-                      <td class="id">{e.target}</td>
-                      <td>
-                        <AuditDetails details={e.details} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
-            <Pager next={next_cursor} />
-          </>
-        )}
-      </Show>
+      <AuditLog path="/api/admin/audit" testId="audit" />
     </Page>
+  );
+}
+
+/** An audit log (`path`: the platform's or an organization's), newest first, in cursor pages. */
+export function AuditLog({ path, testId }: { path: string; testId: string }) {
+  const { cursor, Pager } = useCursor();
+  const page = useGet<{ entries: Entry[]; next_cursor: string | null }>(withQuery(path, { limit: 50, cursor }));
+  return (
+    <Show loaded={page}>
+      {({ entries, next_cursor }) => (
+        <>
+          <DataTable
+            rows={entries}
+            empty={t('none')}
+            data-testid={testId}
+            head={
+              <>
+                <th>{t('time')}</th>
+                <th>{t('admin.actor')}</th>
+                <th>{t('admin.action')}</th>
+                <th>{t('admin.target')}</th>
+                <th>{t('admin.details')}</th>
+              </>
+            }
+            row={(e) => (
+              <tr key={e.id}>
+                <td class="time">{formatTime(e.created_at)}</td>
+                <td>{e.actor_email ?? '—'}</td>
+                <td>
+                  <code>{e.action}</code>
+                </td>
+                <td class="id">{e.target ?? '—'}</td>
+                <td>
+                  <AuditDetails details={e.details} />
+                </td>
+              </tr>
+            )}
+          />
+          <Pager next={next_cursor} />
+        </>
+      )}
+    </Show>
   );
 }
 
